@@ -1,0 +1,42 @@
+//go:build linux
+
+package remedy
+
+import (
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Probe reads the host facts from /proc.
+func Probe() Facts {
+	f := Facts{
+		MaxUserNamespaces:       readInt("/proc/sys/user/max_user_namespaces"),
+		UnprivilegedUsernsClone: readInt("/proc/sys/kernel/unprivileged_userns_clone"),
+		AppArmorRestrictUserns:  readInt("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
+		Seccomp:                 -1,
+	}
+	f.Binary, _ = os.Executable()
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Seccomp:"); ok {
+				if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+					f.Seccomp = n
+				}
+			}
+		}
+	}
+	return f
+}
+
+func readInt(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return -1
+	}
+	return n
+}

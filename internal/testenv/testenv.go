@@ -1,0 +1,69 @@
+// Package testenv holds the helpers that decide whether a test can run here.
+//
+// A test may skip only through a RequireX helper. Each prints what is missing,
+// the value it saw and how to enable it. With AGENTBOX_TEST_REQUIRE=1 (set by
+// .ci/run) a missing requirement fails the test instead of skipping it, so CI
+// can never pass by skipping the tests that matter (bubblewrap's
+// BWRAP_MUST_WORK).
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Strict reports whether missing requirements fail instead of skip.
+func Strict() bool { return os.Getenv("AGENTBOX_TEST_REQUIRE") == "1" }
+
+// missing skips or fails t with a message naming the requirement, the value
+// seen and the way to enable it.
+func missing(t testing.TB, what, seen, remedy string) {
+	t.Helper()
+	msg := fmt.Sprintf("requirement not met: %s (seen: %s); to enable: %s", what, seen, remedy)
+	if Strict() {
+		t.Fatal(msg + " [AGENTBOX_TEST_REQUIRE=1: failing instead of skipping]")
+	}
+	t.Skip(msg)
+}
+
+// RequireRoot needs the test process to run as uid 0 (to mount, or to create
+// test users).
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		missing(t, "running as root", fmt.Sprintf("euid %d", os.Geteuid()), "run the tests as root (sudo go test ./...), as .ci/run does")
+	}
+}
+
+// RequireUserns needs unprivileged user namespaces with mount support: it
+// runs `unshare -Urm true` as the current user.
+func RequireUserns(t testing.TB) {
+	t.Helper()
+	out, err := exec.Command("unshare", "-Urm", "true").CombinedOutput()
+	if err != nil {
+		missing(t, "user and mount namespaces", strings.TrimSpace(fmt.Sprintf("%v %s", err, out)),
+			"sysctl -w user.max_user_namespaces=15000 (and kernel.unprivileged_userns_clone=1 on Debian kernels that have it); see README troubleshooting")
+	}
+}
+
+// RequireCommand needs an executable on PATH.
+func RequireCommand(t testing.TB, name, pkg string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		missing(t, "command "+name, err.Error(), "apt-get install "+pkg)
+	}
+	return p
+}
+
+// RequireLandlock needs a kernel with Landlock enabled.
+func RequireLandlock(t testing.TB) {
+	t.Helper()
+	b, err := os.ReadFile("/sys/kernel/security/lsm")
+	if err != nil || !strings.Contains(string(b), "landlock") {
+		missing(t, "Landlock", fmt.Sprintf("/sys/kernel/security/lsm = %q (%v)", b, err), "boot with lsm=...,landlock (CONFIG_SECURITY_LANDLOCK=y)")
+	}
+}

@@ -1,0 +1,327 @@
+// Command agentbox runs a command, typically an AI coding agent, with a
+// private per-session /tmp, /var/tmp and runtime directory, and removes them
+// when it ends:
+//
+//	agentbox [flags] -- CMD [ARGS...]
+//	agentbox run [flags] -- CMD [ARGS...]
+//	agentbox ps [--json]
+//	agentbox clean [--dry-run] [--json] [--kept] [ID...]
+//
+// This file is the CLI only: it turns flags into a sandbox.Config and is the
+// one place that turns an error into an exit status.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/agentbox/agentbox/internal/session"
+	"github.com/agentbox/agentbox/sandbox"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	// The init stage is this binary re-executed inside the new namespaces;
+	// it must not parse flags or touch anything else first.
+	if sandbox.IsInit() {
+		os.Exit(sandbox.InitMain())
+	}
+	os.Exit(Main(os.Args, os.Stdout, os.Stderr))
+}
+
+// usageError is a command-line mistake: exit status 125 like any other
+// agentbox error, with a hint.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// exitError carries an exit status that is not an error of agentbox's own
+// (the command's status, or clean's partial failure).
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// SplitArgs splits args (os.Args) at the first "--": what comes before is
+// for the CLI library, what comes after is the command, untouched. The
+// library never sees the command, so `agentbox -- help` runs a program
+// named help. argv is nil when there is no "--".
+func SplitArgs(args []string) (cliArgs, argv []string) {
+	for i, a := range args {
+		if i > 0 && a == "--" {
+			return args[:i:i], args[i+1:]
+		}
+	}
+	return args, nil
+}
+
+// Main runs the CLI and returns the exit status.
+func Main(args []string, stdout, stderr io.Writer) int {
+	cliArgs, argv := SplitArgs(args)
+	app := newApp(argv, stdout, stderr)
+	err := app.Run(context.Background(), cliArgs)
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "agentbox: %v\n", err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "usage: agentbox [flags] -- CMD [ARGS...]; see agentbox --help\n")
+	}
+	return sandbox.ExitCode(err)
+}
+
+func newApp(argv []string, stdout, stderr io.Writer) *cli.Command {
+	runAction := func(ctx context.Context, c *cli.Command) error {
+		if c.Args().Len() > 0 {
+			return &usageError{fmt.Sprintf("unexpected argument %q before --: put the command after --, as in agentbox -- %s", c.Args().First(), strings.Join(c.Args().Slice(), " "))}
+		}
+		if argv == nil {
+			return &usageError{"no command: give one after --, as in agentbox -- opencode"}
+		}
+		if len(argv) == 0 {
+			return &usageError{"no command after --"}
+		}
+		cfg := sandbox.Config{
+			Argv: argv,
+			Env:  os.Environ(),
+			Root: c.String("root"),
+			Keep: c.Bool("keep"),
+		}
+		if c.Bool("verbose") {
+			cfg.Log = stderr
+		}
+		res, err := sandbox.Run(cfg)
+		if res.CleanupErr != nil {
+			fmt.Fprintf(stderr, "agentbox: cleanup: %v\n", res.CleanupErr)
+		}
+		if err != nil {
+			return err
+		}
+		if res.CleanupErr != nil && res.ExitCode == 0 {
+			return &exitError{sandbox.ExitSetup}
+		}
+		if res.ExitCode != 0 {
+			return &exitError{res.ExitCode}
+		}
+		return nil
+	}
+	noArgv := func(name string) error {
+		if argv != nil {
+			return &usageError{fmt.Sprintf("%s takes no command after --", name)}
+		}
+		return nil
+	}
+	return &cli.Command{
+		Name:      "agentbox",
+		Usage:     "run an AI coding agent with a private /tmp, /var/tmp and runtime dir",
+		UsageText: "agentbox [flags] -- CMD [ARGS...]\nagentbox run [flags] -- CMD [ARGS...]\nagentbox ps [--json]\nagentbox clean [--dry-run] [--json] [--kept] [ID...]",
+		Description: "agentbox runs CMD in new user, mount and PID namespaces, as your own uid, with no capabilities.\n" +
+			"Each session gets a fresh mode-0700 directory under the session root; its tmp/, var-tmp/ and run/\n" +
+			"are mounted over /tmp, /var/tmp and the runtime directory (XDG_RUNTIME_DIR); /dev/shm and /proc\n" +
+			"are private. TMPDIR, TMP, TEMP and TEMPDIR are /tmp. The session is removed when CMD exits.\n\n" +
+			"Session root: --root, else AGENTBOX_ROOT, else $XDG_STATE_HOME/agentbox, else\n" +
+			"~/.local/state/agentbox, else (no usable home) /tmp/agentbox-UID.\n\n" +
+			"Exit status: CMD's own; 128+N if it died of signal N; 125 agentbox's own error;\n" +
+			"126 CMD cannot be executed; 127 CMD not found.",
+		Version:         version,
+		HideHelpCommand: true,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "root", Usage: "session root `DIR` (default: AGENTBOX_ROOT, $XDG_STATE_HOME/agentbox, ~/.local/state/agentbox)"},
+			&cli.BoolFlag{Name: "keep", Usage: "keep the session directory after CMD exits and print its path on stderr"},
+			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "say on stderr what agentbox does"},
+		},
+		Action:         runAction,
+		ExitErrHandler: func(context.Context, *cli.Command, error) {},
+		OnUsageError: func(_ context.Context, _ *cli.Command, err error, _ bool) error {
+			return &usageError{err.Error()}
+		},
+		Commands: []*cli.Command{
+			{
+				Name:      "run",
+				Usage:     "run CMD in a new session (the same as agentbox [flags] -- CMD)",
+				UsageText: "agentbox run [flags] -- CMD [ARGS...]",
+				Action:    runAction,
+			},
+			{
+				Name:      "ps",
+				Usage:     "list the sessions under the session root",
+				UsageText: "agentbox ps [--json]",
+				Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print a JSON array"}},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					if err := noArgv("ps"); err != nil {
+						return err
+					}
+					if c.Args().Len() > 0 {
+						return &usageError{"ps takes no arguments"}
+					}
+					return ps(c.String("root"), c.Bool("json"), stdout)
+				},
+			},
+			{
+				Name:      "clean",
+				Usage:     "remove abandoned sessions (never a live one); kept ones only by ID or with --kept",
+				UsageText: "agentbox clean [--dry-run] [--json] [--kept] [ID...]",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "say what would be removed, remove nothing"},
+					&cli.BoolFlag{Name: "json", Usage: "print a JSON array"},
+					&cli.BoolFlag{Name: "kept", Usage: "also remove sessions kept with --keep"},
+				},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					if err := noArgv("clean"); err != nil {
+						return err
+					}
+					return clean(c.String("root"), c.Args().Slice(), c.Bool("kept"), c.Bool("dry-run"), c.Bool("json"), stdout)
+				},
+			},
+		},
+	}
+}
+
+type psRow struct {
+	ID         string        `json:"id"`
+	State      session.State `json:"state"`
+	Live       bool          `json:"live"`
+	WrapperPID int           `json:"wrapper_pid"`
+	AgeSeconds float64       `json:"age_seconds"`
+	Bytes      int64         `json:"bytes"`
+	Command    string        `json:"command"`
+	Path       string        `json:"path"`
+	Error      string        `json:"error,omitempty"`
+}
+
+func ps(rootFlag string, asJSON bool, stdout io.Writer) error {
+	root, err := sandbox.OpenRoot(rootFlag, os.Environ())
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	infos, err := session.List(root.FD, true)
+	if err != nil {
+		return fmt.Errorf("session root %s: %w", root.Path, err)
+	}
+	now := time.Now()
+	rows := make([]psRow, 0, len(infos))
+	for _, in := range infos {
+		r := psRow{ID: in.ID, State: in.Record.State, Live: in.Live, WrapperPID: in.Record.WrapperPID,
+			AgeSeconds: in.Age(now).Seconds(), Bytes: in.Bytes, Command: in.Record.Command, Path: root.Path + "/" + in.ID}
+		if in.Err != nil {
+			r.Error = in.Err.Error()
+		}
+		rows = append(rows, r)
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tPID\tAGE\tSIZE\tCOMMAND")
+	for _, r := range rows {
+		state := string(r.State)
+		switch {
+		case r.Error != "":
+			state = "unreadable"
+		case !r.Live && r.State != session.Kept:
+			state += " (abandoned)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, state, r.WrapperPID, age(time.Duration(r.AgeSeconds*float64(time.Second))), size(r.Bytes), r.Command)
+	}
+	return tw.Flush()
+}
+
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func size(b int64) string {
+	const unit = 1024
+	if b < unit {
+		return fmt.Sprintf("%dB", b)
+	}
+	div, exp := int64(unit), 0
+	for n := b / unit; n >= unit; n /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f%ciB", float64(b)/float64(div), "KMGTPE"[exp])
+}
+
+type cleanRow struct {
+	ID     string         `json:"id"`
+	State  session.State  `json:"state,omitempty"`
+	Action session.Action `json:"action"`
+	Error  string         `json:"error,omitempty"`
+}
+
+func clean(rootFlag string, ids []string, kept, dry, asJSON bool, stdout io.Writer) error {
+	root, err := sandbox.OpenRoot(rootFlag, os.Environ())
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	out, err := session.Reconcile(root.FD, root.Path, os.Getuid(), session.Options{IDs: ids, Kept: kept, Unreadable: true, DryRun: dry})
+	if err != nil {
+		return fmt.Errorf("session root %s: %w", root.Path, err)
+	}
+	rows := make([]cleanRow, 0, len(out))
+	failed := 0
+	for _, o := range out {
+		r := cleanRow{ID: o.ID, State: o.State, Action: o.Action}
+		if o.Err != nil {
+			r.Error = o.Err.Error()
+		}
+		// A session named on the command line that could not be removed
+		// is a failure; skipping one found by the scan is not.
+		if o.Action == session.ActFailed || (len(ids) > 0 && o.Action != session.ActRemoved && o.Action != session.ActWouldRemove) {
+			failed++
+		}
+		rows = append(rows, r)
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rows); err != nil {
+			return err
+		}
+	} else {
+		for _, r := range rows {
+			line := fmt.Sprintf("%s %s", r.Action, r.ID)
+			if r.State != "" {
+				line += " (" + string(r.State) + ")"
+			}
+			if r.Error != "" {
+				line += ": " + r.Error
+			}
+			fmt.Fprintln(stdout, line)
+		}
+	}
+	if failed > 0 {
+		return &sandbox.Error{Code: sandbox.ExitSetup, Err: fmt.Errorf("clean: %d session(s) not removed", failed)}
+	}
+	return nil
+}

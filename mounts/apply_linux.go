@@ -1,0 +1,161 @@
+//go:build linux
+
+package mounts
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Error is a failed mount operation. It names the operation, source,
+// target, filesystem type, flags (by name) and the errno.
+type Error struct {
+	Op     Op
+	Call   string // the syscall as the kernel names it: "mount", "mkdir", "statfs"
+	FSType string
+	Flags  uintptr
+	Err    error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", e.Call, e.Op.Kind)
+	if e.Op.Source != "" {
+		fmt.Fprintf(&b, " %s", e.Op.Source)
+	}
+	fmt.Fprintf(&b, " on %s", e.Op.Target)
+	if e.FSType != "" {
+		fmt.Fprintf(&b, " type %s", e.FSType)
+	}
+	if e.Flags != 0 {
+		fmt.Fprintf(&b, " flags %s", FlagNames(e.Flags))
+	}
+	if e.Op.Data != "" {
+		fmt.Fprintf(&b, " data %q", e.Op.Data)
+	}
+	fmt.Fprintf(&b, ": %v", e.Err)
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+var flagNames = []struct {
+	f    uintptr
+	name string
+}{
+	{unix.MS_RDONLY, "MS_RDONLY"}, {unix.MS_NOSUID, "MS_NOSUID"}, {unix.MS_NODEV, "MS_NODEV"},
+	{unix.MS_NOEXEC, "MS_NOEXEC"}, {unix.MS_REMOUNT, "MS_REMOUNT"}, {unix.MS_BIND, "MS_BIND"},
+	{unix.MS_REC, "MS_REC"}, {unix.MS_SLAVE, "MS_SLAVE"}, {unix.MS_PRIVATE, "MS_PRIVATE"},
+	{unix.MS_NOATIME, "MS_NOATIME"}, {unix.MS_NODIRATIME, "MS_NODIRATIME"}, {unix.MS_RELATIME, "MS_RELATIME"},
+	{unix.MS_STRICTATIME, "MS_STRICTATIME"},
+}
+
+// FlagNames renders mount flags as "MS_BIND|MS_REC".
+func FlagNames(f uintptr) string {
+	var parts []string
+	for _, n := range flagNames {
+		if f&n.f != 0 {
+			parts = append(parts, n.name)
+			f &^= n.f
+		}
+	}
+	if f != 0 {
+		parts = append(parts, fmt.Sprintf("%#x", f))
+	}
+	return strings.Join(parts, "|")
+}
+
+func msFlags(f int) uintptr {
+	var m uintptr
+	if f&NoSuid != 0 {
+		m |= unix.MS_NOSUID
+	}
+	if f&NoDev != 0 {
+		m |= unix.MS_NODEV
+	}
+	if f&NoExec != 0 {
+		m |= unix.MS_NOEXEC
+	}
+	if f&RdOnly != 0 {
+		m |= unix.MS_RDONLY
+	}
+	return m
+}
+
+// lockedFlags returns the flags of the mount at target that a remount in a
+// user namespace must keep: the kernel locks MS_RDONLY, MS_NOSUID, MS_NODEV,
+// MS_NOEXEC and the atime flags of mounts copied from a more privileged
+// namespace, and a remount that would clear one fails with EPERM.
+func lockedFlags(target string) (uintptr, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(target, &st); err != nil {
+		return 0, err
+	}
+	var m uintptr
+	for _, p := range []struct {
+		st int64
+		ms uintptr
+	}{
+		{unix.ST_RDONLY, unix.MS_RDONLY}, {unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV},
+		{unix.ST_NOEXEC, unix.MS_NOEXEC}, {unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME},
+		{unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if st.Flags&p.st != 0 {
+			m |= p.ms
+		}
+	}
+	return m, nil
+}
+
+func mount(op Op, src, fstype string, flags uintptr, data string) error {
+	if err := unix.Mount(src, op.Target, fstype, flags, data); err != nil {
+		return &Error{Op: op, Call: "mount", FSType: fstype, Flags: flags, Err: err}
+	}
+	return nil
+}
+
+func remount(op Op, add uintptr) error {
+	locked, err := lockedFlags(op.Target)
+	if err != nil {
+		return &Error{Op: op, Call: "statfs", Err: err}
+	}
+	return mount(op, "", "", unix.MS_BIND|unix.MS_REMOUNT|locked|add, "")
+}
+
+// Apply runs the plan in order. It must run in a mount namespace of its own
+// with CAP_SYS_ADMIN there; it stops at the first failure.
+func Apply(ops []Op) error {
+	for _, op := range ops {
+		if err := apply(op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func apply(op Op) error {
+	switch op.Kind {
+	case Slave:
+		return mount(op, "", "", unix.MS_REC|unix.MS_SLAVE, "")
+	case Bind:
+		if err := mount(op, op.Source, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return err
+		}
+		return remount(op, msFlags(op.Flags))
+	case Tmpfs:
+		return mount(op, "tmpfs", "tmpfs", msFlags(op.Flags), op.Data)
+	case Proc:
+		return mount(op, "proc", "proc", msFlags(op.Flags), "")
+	case Mkdir:
+		if err := unix.Mkdir(op.Target, op.Mode); err != nil && !errors.Is(err, unix.EEXIST) {
+			return &Error{Op: op, Call: "mkdir", Err: err}
+		}
+		return nil
+	case ReadOnly:
+		return remount(op, unix.MS_RDONLY)
+	}
+	return &Error{Op: op, Call: "apply", Err: fmt.Errorf("unknown operation kind %d", int(op.Kind))}
+}

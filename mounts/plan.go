@@ -1,0 +1,148 @@
+package mounts
+
+import (
+	"fmt"
+	"path/filepath"
+)
+
+// Kind is the kind of a mount operation.
+type Kind int
+
+const (
+	// Slave makes every mount below Target a slave: host mount events still
+	// propagate in, the sandbox's never propagate out.
+	Slave Kind = iota
+	// Bind binds Source over Target recursively, then remounts it with Flags
+	// added to the flags the kernel locked on it (a bind ignores MS_NOSUID,
+	// MS_NODEV and MS_RDONLY; only a remount applies them).
+	Bind
+	// Tmpfs mounts a new tmpfs on Target with Flags and Data.
+	Tmpfs
+	// Proc mounts a new proc instance (of the caller's PID namespace) on Target.
+	Proc
+	// Mkdir creates the directory Target with Mode (inside a tmpfs made earlier in the plan).
+	Mkdir
+	// ReadOnly remounts the mount at Target read-only, keeping its other flags.
+	ReadOnly
+)
+
+var kindNames = [...]string{"slave", "bind", "tmpfs", "proc", "mkdir", "readonly"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Flags a plan may ask for; names match mount(2).
+const (
+	NoSuid = 1 << iota
+	NoDev
+	NoExec
+	RdOnly
+)
+
+// Op is one step of a plan.
+type Op struct {
+	Kind   Kind
+	Source string
+	Target string
+	Flags  int    // NoSuid|NoDev|NoExec
+	Data   string // tmpfs options
+	Mode   uint32 // Mkdir
+}
+
+func (o Op) String() string {
+	s := o.Kind.String() + " " + o.Target
+	if o.Source != "" {
+		s = o.Kind.String() + " " + o.Source + " → " + o.Target
+	}
+	if o.Data != "" {
+		s += " (" + o.Data + ")"
+	}
+	return s
+}
+
+// Config says what the sandbox's mount namespace must look like.
+type Config struct {
+	// TmpSource, VarTmpSource and RunSource are the session's tmp/, var-tmp/
+	// and run/ directories, normally as /proc/self/fd/N magic links so that
+	// the object the wrapper verified is the object bound.
+	TmpSource, VarTmpSource, RunSource string
+	// RootHide is the session root as a path the mount can reach (again
+	// /proc/self/fd/N); it is covered by an empty read-only tmpfs so the
+	// sandbox cannot reach other sessions.
+	RootHide string
+	// RunUser is true when /run/user exists: it is covered by a read-only
+	// tmpfs that holds only /run/user/UID, the session's run/. Otherwise the
+	// runtime directory is a directory inside the private /tmp.
+	RunUser bool
+	UID     int
+	// DevShm is true when /dev/shm exists; it gets a private tmpfs.
+	DevShm bool
+}
+
+// RuntimeDir returns the runtime directory's path inside the sandbox.
+func (c Config) RuntimeDir() string {
+	if c.RunUser {
+		return fmt.Sprintf("/run/user/%d", c.UID)
+	}
+	return fmt.Sprintf("/tmp/.agentbox-run-%d", c.UID)
+}
+
+func absClean(what, p string) error {
+	if p == "" || !filepath.IsAbs(p) || filepath.Clean(p) != p {
+		return fmt.Errorf("mount plan: %s %q is not an absolute clean path", what, p)
+	}
+	return nil
+}
+
+// Plan returns the ordered operations for c. Order matters: the tree is made
+// a slave first; the session's directories are bound while the host /proc
+// still resolves their /proc/self/fd sources; the session root is hidden
+// after its subdirectories were bound (the binds keep working); the new
+// /proc comes last.
+func Plan(c Config) ([]Op, error) {
+	for _, p := range []struct{ what, v string }{
+		{"tmp source", c.TmpSource}, {"var-tmp source", c.VarTmpSource}, {"run source", c.RunSource},
+		{"session root", c.RootHide},
+	} {
+		if err := absClean(p.what, p.v); err != nil {
+			return nil, err
+		}
+	}
+	if c.RootHide == "/" {
+		return nil, fmt.Errorf("mount plan: session root %q", c.RootHide)
+	}
+	if c.UID < 0 {
+		return nil, fmt.Errorf("mount plan: invalid uid %d", c.UID)
+	}
+	rd := c.RuntimeDir()
+	ops := []Op{
+		{Kind: Slave, Target: "/"},
+		{Kind: Bind, Source: c.TmpSource, Target: "/tmp", Flags: NoSuid | NoDev},
+		{Kind: Bind, Source: c.VarTmpSource, Target: "/var/tmp", Flags: NoSuid | NoDev},
+	}
+	if c.RunUser {
+		ops = append(ops,
+			Op{Kind: Tmpfs, Target: "/run/user", Flags: NoSuid | NoDev | NoExec, Data: "mode=0755,size=16k,nr_inodes=16"},
+			Op{Kind: Mkdir, Target: rd, Mode: 0o700},
+			Op{Kind: Bind, Source: c.RunSource, Target: rd, Flags: NoSuid | NoDev},
+			Op{Kind: ReadOnly, Target: "/run/user"},
+		)
+	} else {
+		// A mount point in the private /tmp: the sandbox cannot remove it
+		// (EBUSY) nor unmount it (no capabilities).
+		ops = append(ops,
+			Op{Kind: Mkdir, Target: rd, Mode: 0o700},
+			Op{Kind: Bind, Source: c.RunSource, Target: rd, Flags: NoSuid | NoDev},
+		)
+	}
+	ops = append(ops, Op{Kind: Tmpfs, Target: c.RootHide, Flags: NoSuid | NoDev | NoExec | RdOnly, Data: "mode=0,size=4k,nr_inodes=2"})
+	if c.DevShm {
+		ops = append(ops, Op{Kind: Tmpfs, Target: "/dev/shm", Flags: NoSuid | NoDev, Data: "mode=1777"})
+	}
+	ops = append(ops, Op{Kind: Proc, Target: "/proc", Flags: NoSuid | NoDev | NoExec})
+	return ops, nil
+}

@@ -1,0 +1,73 @@
+package sandbox
+
+import (
+	"io"
+	"os"
+)
+
+// Config is one sandboxed run.
+type Config struct {
+	Argv []string // the command and its arguments; Argv[0] is looked up in PATH inside
+	Env  []string // the caller's environment; passed through except the session's variables
+	Dir  string   // working directory; must be visible inside (not under /tmp)
+	// Root is the session root from --root; empty: AGENTBOX_ROOT, then the
+	// XDG default, from Env.
+	Root string
+	Keep bool // keep the session directory and print its path
+	// Stdin, Stdout and Stderr are handed to the command as they are (the
+	// same open files, not copies): nil means the wrapper's own.
+	Stdin, Stdout, Stderr *os.File
+	// Log receives agentbox's own messages (-v); nil: only errors and --keep.
+	Log io.Writer
+	// Messages receives --keep's path and warnings; nil: os.Stderr.
+	Messages io.Writer
+	// ReconcileLimit bounds the abandoned sessions looked at per start (0: 8).
+	ReconcileLimit int
+}
+
+// Result is how a run ended.
+type Result struct {
+	SessionID   string
+	SessionPath string
+	ExitCode    int   // the command's status, 128+N for signal N, or 125–127
+	CleanupErr  error // nil when the session was removed or kept
+	Kept        bool
+}
+
+// initConfig is what the wrapper sends the init stage, as JSON on fd 3.
+type initConfig struct {
+	Argv      []string `json:"argv"`
+	Env       []string `json:"env"`
+	Dir       string   `json:"dir"`
+	UID       int      `json:"uid"`
+	GID       int      `json:"gid"`
+	Umask     int      `json:"umask"`
+	SessionID string   `json:"session_id"`
+	RootPath  string   `json:"root_path"`
+	RunUser   bool     `json:"run_user"`
+	DevShm    bool     `json:"dev_shm"`
+}
+
+// initMsg is what the init stage reports on fd 4, one JSON object.
+type initMsg struct {
+	Event string `json:"event"` // "started" or "error"
+	PID   int    `json:"pid,omitempty"`
+	Code  int    `json:"code,omitempty"`
+	Stage string `json:"stage,omitempty"` // "mount", "exec", "setup"
+	Errno int    `json:"errno,omitempty"`
+	Msg   string `json:"msg,omitempty"`
+	// NotFound is set when the command could not be found inside.
+	NotFound bool `json:"not_found,omitempty"`
+}
+
+// Descriptors of the init stage (ExtraFiles order).
+const (
+	fdConfig  = 3 // JSON initConfig, read to EOF
+	fdReport  = 4 // initMsg, written once
+	fdControl = 5 // one byte per signal to forward to the command
+	fdSession = 6 // the session directory, holding the session's flock
+	fdRoot    = 7 // the session root, hidden inside
+	fdTmp     = 8
+	fdVarTmp  = 9
+	fdRun     = 10
+)

@@ -1,0 +1,387 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/env"
+	"github.com/agentbox/agentbox/internal/remedy"
+	"github.com/agentbox/agentbox/internal/rootdir"
+	"github.com/agentbox/agentbox/internal/session"
+)
+
+// forwarded are the signals the wrapper passes on to the command.
+var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGINT, syscall.SIGQUIT}
+
+// OpenRoot resolves the session root from the --root value and the
+// environment vars (AGENTBOX_ROOT, XDG_STATE_HOME, HOME), creates what is
+// missing and verifies it.
+func OpenRoot(flag string, vars []string) (*rootdir.Root, error) {
+	uid := os.Getuid()
+	in := rootdir.Inputs{Flag: flag, UID: uid, TempDir: "/tmp"}
+	in.EnvRoot, _ = env.Lookup(vars, "AGENTBOX_ROOT")
+	in.XDGStateHome, _ = env.Lookup(vars, "XDG_STATE_HOME")
+	in.Home, _ = env.Lookup(vars, "HOME")
+	in.HomeUsable = rootdir.HomeUsable(in.Home, uid)
+	c, err := rootdir.Select(in)
+	if err != nil {
+		return nil, err
+	}
+	return rootdir.Open(c, uid)
+}
+
+// Run runs cfg.Argv in a new session and returns how it ended. An error
+// means agentbox itself failed (ExitCode gives its status); the command's
+// own failure is a Result with its exit status.
+func Run(cfg Config) (res Result, err error) {
+	if len(cfg.Argv) == 0 {
+		return res, errorf(ExitSetup, "no command given")
+	}
+	if cfg.Stdin == nil {
+		cfg.Stdin = os.Stdin
+	}
+	if cfg.Stdout == nil {
+		cfg.Stdout = os.Stdout
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	if cfg.Messages == nil {
+		cfg.Messages = os.Stderr
+	}
+	logf := func(format string, a ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, "agentbox: "+format+"\n", a...)
+		}
+	}
+	if cfg.Dir == "" {
+		if cfg.Dir, err = os.Getwd(); err != nil {
+			return res, errorf(ExitSetup, "working directory: %w", err)
+		}
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	// Catch the forwarded signals from the start: one that arrives while the
+	// session is being set up is delivered to the command as soon as it
+	// exists, instead of killing the wrapper half-way.
+	sigs := make(chan os.Signal, 32)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+	// Every directory agentbox creates gets its final mode in the mkdirat
+	// itself: a umask can only remove bits, and 077 removes none of 0700.
+	umask := syscall.Umask(0o077)
+	defer syscall.Umask(umask)
+
+	root, err := OpenRoot(cfg.Root, cfg.Env)
+	if err != nil {
+		return res, &Error{Code: ExitSetup, Err: err}
+	}
+	defer root.Close()
+	sess, err := session.Create(root.FD, root.Path, uid, os.Getpid(), filepath.Base(cfg.Argv[0]))
+	if err != nil {
+		return res, &Error{Code: ExitSetup, Err: err}
+	}
+	defer sess.Close()
+	res.SessionID, res.SessionPath = sess.ID, sess.Path
+	logf("session %s at %s (root from %s)", sess.ID, sess.Path, root.Source)
+
+	// Abandoned sessions are reconciled while the command runs, not before:
+	// nothing on the start path that can wait.
+	var reconcileWG sync.WaitGroup
+	startReconcile := func() {
+		reconcileWG.Add(1)
+		go func() {
+			defer reconcileWG.Done()
+			limit := cfg.ReconcileLimit
+			if limit == 0 {
+				limit = 8
+			}
+			out, err := session.Reconcile(root.FD, root.Path, uid, session.Options{Limit: limit})
+			for _, o := range out {
+				if o.Action == session.ActRemoved || o.Action == session.ActFailed {
+					logf("reconcile %s (%s): %s %v", o.ID, o.State, o.Action, o.Err)
+				}
+			}
+			if err != nil {
+				logf("reconcile: %v", err)
+			}
+		}()
+	}
+
+	code, setupErr := start(cfg, sess, root.FD, root.Path, uid, gid, umask, sigs, logf, startReconcile)
+	reconcileWG.Wait()
+	res.ExitCode = code
+	if setupErr != nil {
+		res.ExitCode = ExitCode(setupErr)
+	}
+	if cfg.Keep {
+		if kerr := sess.Keep(); kerr != nil {
+			res.CleanupErr = kerr
+		} else {
+			res.Kept = true
+			fmt.Fprintf(cfg.Messages, "agentbox: kept session %s at %s (remove it with: agentbox clean %s)\n", sess.ID, sess.Path, sess.ID)
+		}
+	} else if rerr := sess.Remove(); rerr != nil {
+		res.CleanupErr = rerr
+	} else {
+		logf("session %s removed", sess.ID)
+	}
+	return res, setupErr
+}
+
+// start runs the init stage and waits for it. It returns the command's exit
+// status, or an *Error when the sandbox could not be set up; the session is
+// then in exited or setup_failed.
+func start(cfg Config, sess *session.Session, rootFD int, rootPath string, uid, gid, umask int, sigs <-chan os.Signal, logf func(string, ...any), startReconcile func()) (int, error) {
+	setupFailed := func(err error) (int, error) {
+		sess.Move(session.SetupFailed, func(r *session.Record) { r.Error = err.Error() })
+		return ExitCode(err), err
+	}
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	keep := func(f *os.File) *os.File { files = append(files, f); return f }
+	sub := make([]*os.File, 0, len(session.Subdirs))
+	for _, d := range session.Subdirs {
+		fd, err := unix.Openat(sess.FD(), d, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return setupFailed(errorf(ExitSetup, "session directory %s: openat %s: %w", sess.Path, d, err))
+		}
+		sub = append(sub, keep(os.NewFile(uintptr(fd), d)))
+	}
+	rootFile, err := dupFile(rootFD, "root")
+	if err != nil {
+		return setupFailed(errorf(ExitSetup, "session root: %w", err))
+	}
+	keep(rootFile)
+	sessFile, err := dupFile(sess.LockFD(), "session")
+	if err != nil {
+		return setupFailed(errorf(ExitSetup, "session directory %s: %w", sess.Path, err))
+	}
+	keep(sessFile)
+	configR, configW, err := os.Pipe()
+	if err != nil {
+		return setupFailed(errorf(ExitSetup, "pipe: %w", err))
+	}
+	keep(configR)
+	keep(configW)
+	reportR, reportW, err := os.Pipe()
+	if err != nil {
+		return setupFailed(errorf(ExitSetup, "pipe: %w", err))
+	}
+	keep(reportR)
+	keep(reportW)
+	controlR, controlW, err := os.Pipe()
+	if err != nil {
+		return setupFailed(errorf(ExitSetup, "pipe: %w", err))
+	}
+	keep(controlR)
+	keep(controlW)
+
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{InitArg0},
+		Env:        []string{}, // the init stage's Go runtime reads no GODEBUG or GOMAXPROCS of the caller's
+		Stdin:      cfg.Stdin,
+		Stdout:     cfg.Stdout,
+		Stderr:     cfg.Stderr,
+		ExtraFiles: []*os.File{configR, reportW, controlR, sessFile, rootFile, sub[0], sub[1], sub[2]},
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+			GidMappingsEnableSetgroups: false,
+			// Without an ambient capability the execve of the init stage as
+			// a non-zero uid drops every capability and the first mount
+			// fails with EPERM. Init clears them all before the command.
+			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP},
+			// If the wrapper dies, the init dies, and with it (PID 1) the
+			// whole namespace. Pdeathsig belongs to the forking thread.
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+
+	type waited struct {
+		state *os.ProcessState
+		err   error
+	}
+	startErr := make(chan error, 1)
+	done := make(chan waited, 1)
+	go func() {
+		// Never unlocked: the thread must outlive the child (go.dev/issue/27505).
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			startErr <- err
+			return
+		}
+		startErr <- nil
+		err := cmd.Wait()
+		done <- waited{cmd.ProcessState, err}
+	}()
+	if err := <-startErr; err != nil {
+		c := remedy.Diagnose(remedy.Clone, err, remedy.Probe())
+		return setupFailed(&Error{Code: ExitSetup, Err: fmt.Errorf("cannot create the sandbox's namespaces: %w: %w\n  cause: %s\n  remedy: %s", err, remedy.ErrUsernsUnavailable, c.Cause, c.Remedy)})
+	}
+	// The child holds its copies now.
+	configR.Close()
+	reportW.Close()
+	controlR.Close()
+	pid := cmd.Process.Pid
+	logf("init started, pid %d", pid)
+	if start, _, err := session.ProcStart(pid); err == nil {
+		sess.Update(func(r *session.Record) { r.InitPID, r.InitStart = pid, start })
+	}
+
+	ic := initConfig{Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, UID: uid, GID: gid, Umask: umask,
+		SessionID: sess.ID, RootPath: rootPath, RunUser: isDir("/run/user"), DevShm: isDir("/dev/shm")}
+	b, _ := json.Marshal(ic)
+	configW.Write(b)
+	configW.Close()
+
+	// Forward signals from now on; the control pipe buffers them until the
+	// command exists.
+	stopFwd := make(chan struct{})
+	defer close(stopFwd)
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				sig := s.(syscall.Signal)
+				if (sig == syscall.SIGINT || sig == syscall.SIGQUIT) && fromTerminal() {
+					// The terminal sent it to the whole foreground process
+					// group, the command included: forwarding it would
+					// deliver it twice.
+					continue
+				}
+				controlW.Write([]byte{byte(sig)})
+			case <-stopFwd:
+				return
+			}
+		}
+	}()
+
+	var msg initMsg
+	dec := json.NewDecoder(reportR)
+	if err := dec.Decode(&msg); err != nil {
+		msg = initMsg{Event: "error", Code: ExitSetup, Stage: "setup", Msg: "the sandbox's init stage ended before starting the command"}
+	}
+	var setupErr error
+	if msg.Event == "started" {
+		sess.Move(session.Running, nil)
+		logf("command started")
+		startReconcile()
+	} else {
+		setupErr = initError(cfg, msg)
+	}
+	w := <-done
+	code := exitStatus(w.state)
+	if setupErr != nil {
+		sess.Move(session.SetupFailed, func(r *session.Record) { r.Error = setupErr.Error() })
+		return ExitCode(setupErr), setupErr
+	}
+	if w.err != nil && w.state == nil {
+		return setupFailed(errorf(ExitSetup, "wait: %w", w.err))
+	}
+	sess.Move(session.Exited, func(r *session.Record) { r.ExitStatus = &code })
+	logf("command exited with status %d", code)
+	return code, nil
+}
+
+// initError turns the init stage's report into the error agentbox prints.
+func initError(cfg Config, m initMsg) error {
+	err := errors.New(m.Msg)
+	switch {
+	case m.Stage == "mount":
+		c := remedy.Diagnose(remedy.Mount, syscall.Errno(m.Errno), remedy.Probe())
+		err = fmt.Errorf("%s: %w\n  cause: %s\n  remedy: %s", m.Msg, remedy.ErrUsernsUnavailable, c.Cause, c.Remedy)
+	case m.NotFound:
+		if hostPath, ok := hiddenOnHost(cfg); ok {
+			err = fmt.Errorf("%s: not found inside the sandbox, but it is installed at %s on the host: /tmp, /var/tmp and /dev/shm are private inside the sandbox, so nothing under the host's is visible; install it elsewhere (for example ~/.local/bin)", cfg.Argv[0], hostPath)
+		}
+	}
+	code := m.Code
+	if code == 0 {
+		code = ExitSetup
+	}
+	return &Error{Code: code, Err: err}
+}
+
+// hiddenOnHost reports where the host would have found the command when
+// that place is hidden inside the sandbox.
+func hiddenOnHost(cfg Config) (string, bool) {
+	name := cfg.Argv[0]
+	p := name
+	if !filepath.IsAbs(name) {
+		pathVar, _ := env.Lookup(cfg.Env, "PATH")
+		p = ""
+		for _, dir := range filepath.SplitList(pathVar) {
+			if !filepath.IsAbs(dir) {
+				dir = filepath.Join(cfg.Dir, dir)
+			}
+			c := filepath.Join(dir, name)
+			if unix.Access(c, unix.X_OK) == nil {
+				p = c
+				break
+			}
+		}
+		if p == "" {
+			return "", false
+		}
+	}
+	if under(p, "/tmp", "/var/tmp", "/dev/shm") {
+		return p, true
+	}
+	return "", false
+}
+
+func exitStatus(st *os.ProcessState) int {
+	if st == nil {
+		return ExitSetup
+	}
+	ws, ok := st.Sys().(syscall.WaitStatus)
+	if !ok {
+		return st.ExitCode()
+	}
+	switch {
+	case ws.Exited():
+		return ws.ExitStatus()
+	case ws.Signaled():
+		return 128 + int(ws.Signal())
+	}
+	return ExitSetup
+}
+
+// fromTerminal reports whether a SIGINT or SIGQUIT the wrapper received most
+// likely came from its controlling terminal: stdin is a terminal whose
+// foreground process group is ours.
+func fromTerminal() bool {
+	fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
+	return err == nil && fg == unix.Getpgrp()
+}
+
+func isDir(p string) bool {
+	var st unix.Stat_t
+	return unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+}
+
+func dupFile(fd int, name string) (*os.File, error) {
+	nfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return nil, fmt.Errorf("fcntl(F_DUPFD_CLOEXEC): %w", err)
+	}
+	return os.NewFile(uintptr(nfd), name), nil
+}
