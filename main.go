@@ -126,6 +126,9 @@ func newApp(argv []string, stdout, stderr io.Writer) *cli.Command {
 		}
 		return nil
 	}
+	onUsage := func(_ context.Context, _ *cli.Command, err error, _ bool) error {
+		return &usageError{err.Error()}
+	}
 	return &cli.Command{
 		Name:      "agentbox",
 		Usage:     "run an AI coding agent with a private /tmp, /var/tmp and runtime dir",
@@ -149,21 +152,21 @@ func newApp(argv []string, stdout, stderr io.Writer) *cli.Command {
 		},
 		Action:         runAction,
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
-		OnUsageError: func(_ context.Context, _ *cli.Command, err error, _ bool) error {
-			return &usageError{err.Error()}
-		},
+		OnUsageError:   onUsage,
 		Commands: []*cli.Command{
 			{
-				Name:      "run",
-				Usage:     "run CMD in a new session (the same as agentbox [flags] -- CMD)",
-				UsageText: "agentbox run [flags] -- CMD [ARGS...]",
-				Action:    runAction,
+				Name:         "run",
+				OnUsageError: onUsage,
+				Usage:        "run CMD in a new session (the same as agentbox [flags] -- CMD)",
+				UsageText:    "agentbox run [flags] -- CMD [ARGS...]",
+				Action:       runAction,
 			},
 			{
-				Name:      "ps",
-				Usage:     "list the sessions under the session root",
-				UsageText: "agentbox ps [--json]",
-				Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print a JSON array"}},
+				Name:         "ps",
+				OnUsageError: onUsage,
+				Usage:        "list the sessions under the session root",
+				UsageText:    "agentbox ps [--json]",
+				Flags:        []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print a JSON array"}},
 				Action: func(ctx context.Context, c *cli.Command) error {
 					if err := noArgv("ps"); err != nil {
 						return err
@@ -175,9 +178,10 @@ func newApp(argv []string, stdout, stderr io.Writer) *cli.Command {
 				},
 			},
 			{
-				Name:      "clean",
-				Usage:     "remove abandoned sessions (never a live one); kept ones only by ID or with --kept",
-				UsageText: "agentbox clean [--dry-run] [--json] [--kept] [ID...]",
+				Name:         "clean",
+				OnUsageError: onUsage,
+				Usage:        "remove abandoned sessions (never a live one); kept ones only by ID or with --kept",
+				UsageText:    "agentbox clean [--dry-run] [--json] [--kept] [ID...]",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "say what would be removed, remove nothing"},
 					&cli.BoolFlag{Name: "json", Usage: "print a JSON array"},

@@ -23,10 +23,16 @@ type Error struct {
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s", e.Call, e.Op.Kind)
-	if e.Op.Source != "" {
-		fmt.Fprintf(&b, " %s", e.Op.Source)
+	src, dst := e.Op.Source, e.Op.Target
+	if e.Op.Name != "" && src != "" {
+		src = e.Op.Name
+	} else if e.Op.Name != "" {
+		dst = e.Op.Name
 	}
-	fmt.Fprintf(&b, " on %s", e.Op.Target)
+	if src != "" {
+		fmt.Fprintf(&b, " %s", src)
+	}
+	fmt.Fprintf(&b, " on %s", dst)
 	if e.FSType != "" {
 		fmt.Fprintf(&b, " type %s", e.FSType)
 	}

@@ -51,12 +51,18 @@ type Op struct {
 	Flags  int    // NoSuid|NoDev|NoExec
 	Data   string // tmpfs options
 	Mode   uint32 // Mkdir
+	// Name says what Source (for a bind) or Target (for the hidden root)
+	// is, for messages: the /proc/self/fd paths mean nothing to a user.
+	Name string
 }
 
 func (o Op) String() string {
 	s := o.Kind.String() + " " + o.Target
 	if o.Source != "" {
 		s = o.Kind.String() + " " + o.Source + " → " + o.Target
+	}
+	if o.Name != "" {
+		s += " [" + o.Name + "]"
 	}
 	if o.Data != "" {
 		s += " (" + o.Data + ")"
@@ -74,6 +80,10 @@ type Config struct {
 	// /proc/self/fd/N); it is covered by an empty read-only tmpfs so the
 	// sandbox cannot reach other sessions.
 	RootHide string
+	// Names of the four above for messages (the session's real paths).
+	TmpName, VarTmpName, RunName, RootName string
+	// VarTmp is true when /var/tmp exists on the host.
+	VarTmp bool
 	// RunUser is true when /run/user exists: it is covered by a read-only
 	// tmpfs that holds only /run/user/UID, the session's run/. Otherwise the
 	// runtime directory is a directory inside the private /tmp.
@@ -121,14 +131,16 @@ func Plan(c Config) ([]Op, error) {
 	rd := c.RuntimeDir()
 	ops := []Op{
 		{Kind: Slave, Target: "/"},
-		{Kind: Bind, Source: c.TmpSource, Target: "/tmp", Flags: NoSuid | NoDev},
-		{Kind: Bind, Source: c.VarTmpSource, Target: "/var/tmp", Flags: NoSuid | NoDev},
+		{Kind: Bind, Source: c.TmpSource, Target: "/tmp", Flags: NoSuid | NoDev, Name: c.TmpName},
+	}
+	if c.VarTmp {
+		ops = append(ops, Op{Kind: Bind, Source: c.VarTmpSource, Target: "/var/tmp", Flags: NoSuid | NoDev, Name: c.VarTmpName})
 	}
 	if c.RunUser {
 		ops = append(ops,
 			Op{Kind: Tmpfs, Target: "/run/user", Flags: NoSuid | NoDev | NoExec, Data: "mode=0755,size=16k,nr_inodes=16"},
 			Op{Kind: Mkdir, Target: rd, Mode: 0o700},
-			Op{Kind: Bind, Source: c.RunSource, Target: rd, Flags: NoSuid | NoDev},
+			Op{Kind: Bind, Source: c.RunSource, Target: rd, Flags: NoSuid | NoDev, Name: c.RunName},
 			Op{Kind: ReadOnly, Target: "/run/user"},
 		)
 	} else {
@@ -136,10 +148,10 @@ func Plan(c Config) ([]Op, error) {
 		// (EBUSY) nor unmount it (no capabilities).
 		ops = append(ops,
 			Op{Kind: Mkdir, Target: rd, Mode: 0o700},
-			Op{Kind: Bind, Source: c.RunSource, Target: rd, Flags: NoSuid | NoDev},
+			Op{Kind: Bind, Source: c.RunSource, Target: rd, Flags: NoSuid | NoDev, Name: c.RunName},
 		)
 	}
-	ops = append(ops, Op{Kind: Tmpfs, Target: c.RootHide, Flags: NoSuid | NoDev | NoExec | RdOnly, Data: "mode=0,size=4k,nr_inodes=2"})
+	ops = append(ops, Op{Kind: Tmpfs, Target: c.RootHide, Flags: NoSuid | NoDev | NoExec | RdOnly, Data: "mode=0,size=4k,nr_inodes=2", Name: c.RootName})
 	if c.DevShm {
 		ops = append(ops, Op{Kind: Tmpfs, Target: "/dev/shm", Flags: NoSuid | NoDev, Data: "mode=1777"})
 	}

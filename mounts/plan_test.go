@@ -7,7 +7,7 @@ import (
 
 func base() Config {
 	return Config{TmpSource: "/proc/self/fd/8", VarTmpSource: "/proc/self/fd/9", RunSource: "/proc/self/fd/10",
-		RootHide: "/proc/self/fd/7", RunUser: true, UID: 1000, DevShm: true}
+		RootHide: "/proc/self/fd/7", RunUser: true, UID: 1000, DevShm: true, VarTmp: true}
 }
 
 func render(ops []Op) string {
@@ -48,13 +48,13 @@ proc /proc`
 
 func TestPlanNoRunUser(t *testing.T) {
 	c := base()
-	c.RunUser, c.DevShm = false, false
+	c.RunUser, c.DevShm, c.VarTmp = false, false, false
 	ops, err := Plan(c)
 	if err != nil {
 		t.Fatalf("Plan = %v", err)
 	}
 	got := render(ops)
-	if strings.Contains(got, "/run/user") || strings.Contains(got, "/dev/shm") {
+	if strings.Contains(got, "/run/user") || strings.Contains(got, "/dev/shm") || strings.Contains(got, "/var/tmp") {
 		t.Errorf("Plan(no /run/user, no /dev/shm) =\n%s\nmentions them", got)
 	}
 	if c.RuntimeDir() != "/tmp/.agentbox-run-1000" || !strings.Contains(got, "bind /proc/self/fd/10 → /tmp/.agentbox-run-1000") {
@@ -86,7 +86,7 @@ func TestPlanRejects(t *testing.T) {
 func FuzzPlan(f *testing.F) {
 	f.Add("/proc/self/fd/8", "/proc/self/fd/9", "/proc/self/fd/10", "/proc/self/fd/7", true, 1000)
 	f.Fuzz(func(t *testing.T, tmp, vartmp, run, root string, runUser bool, uid int) {
-		c := Config{TmpSource: tmp, VarTmpSource: vartmp, RunSource: run, RootHide: root, RunUser: runUser, UID: uid, DevShm: true}
+		c := Config{TmpSource: tmp, VarTmpSource: vartmp, RunSource: run, RootHide: root, RunUser: runUser, UID: uid, DevShm: true, VarTmp: true}
 		ops, err := Plan(c)
 		if err != nil {
 			return

@@ -35,17 +35,21 @@ type Result struct {
 }
 
 // initConfig is what the wrapper sends the init stage, as JSON on fd 3.
+// Strings that come from the caller are bytes: encoding/json would replace
+// invalid UTF-8 in a string with U+FFFD, and arguments, variables and paths
+// are bytes, not text.
 type initConfig struct {
-	Argv      []string `json:"argv"`
-	Env       []string `json:"env"`
-	Dir       string   `json:"dir"`
+	Argv      [][]byte `json:"argv"`
+	Env       [][]byte `json:"env"`
+	Dir       []byte   `json:"dir"`
 	UID       int      `json:"uid"`
 	GID       int      `json:"gid"`
 	Umask     int      `json:"umask"`
 	SessionID string   `json:"session_id"`
-	RootPath  string   `json:"root_path"`
+	RootPath  []byte   `json:"root_path"`
 	RunUser   bool     `json:"run_user"`
 	DevShm    bool     `json:"dev_shm"`
+	VarTmp    bool     `json:"var_tmp"`
 }
 
 // initMsg is what the init stage reports on fd 4, one JSON object.

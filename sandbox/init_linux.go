@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -34,6 +36,20 @@ func IsInit() bool { return len(os.Args) > 0 && os.Args[0] == InitArg0 }
 // wrapper. It is PID 1 of the sandbox's PID namespace: when it returns and
 // the process exits, the kernel kills every process left in the namespace.
 func InitMain() int {
+	// Not dumpable: a process of the same uid without capabilities (the
+	// command) can then neither ptrace init nor open /proc/1/fd, /proc/1/mem
+	// or /proc/1/root, which would lead to the session root and to threads
+	// holding capabilities. execve makes the command dumpable again.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return ExitSetup
+	}
+	// Catch every signal that would otherwise end or crash init (as PID 1,
+	// Go's default handling ends in exit(2), and a SIGSEGV sent by kill is a
+	// crash with a traceback) before doing anything else. Catching, not
+	// ignoring: a caught signal is reset to default by execve, an ignored
+	// one would stay ignored in the command.
+	sigs := make(chan os.Signal, 64)
+	signal.Notify(sigs, initSignals...)
 	report := os.NewFile(fdReport, "report")
 	fail := func(code int, stage string, err error) int {
 		m := initMsg{Event: "error", Code: code, Stage: stage, Msg: err.Error()}
@@ -50,10 +66,13 @@ func InitMain() int {
 	if err != nil {
 		return fail(ExitSetup, "setup", fmt.Errorf("init: read config: %w", err))
 	}
-	if err := json.Unmarshal(b, &cfg); err != nil {
+	if err := json.Unmarshal(b, &cfg); err != nil || len(cfg.Argv) == 0 {
 		// EOF before any config: the wrapper died before sending it.
-		return fail(ExitSetup, "setup", fmt.Errorf("init: config: %w", err))
+		return fail(ExitSetup, "setup", fmt.Errorf("init: config: %v", err))
 	}
+	argv, cfgEnv := strs(cfg.Argv), strs(cfg.Env)
+	dir, rootPath := string(cfg.Dir), string(cfg.RootPath)
+	sessPath := rootPath + "/" + cfg.SessionID
 	// The forking thread's credentials are the command's: keep this
 	// goroutine on one thread from the capability drop to the fork.
 	runtime.LockOSThread()
@@ -62,13 +81,14 @@ func InitMain() int {
 	// and mount(2) refuses those as source or target (EINVAL). Open the same
 	// objects again here, by path, and check they are the very ones the
 	// wrapper verified (st_dev, st_ino), so no path swap can redirect a mount.
-	here, err := reopenHere(cfg)
+	here, err := reopenHere(rootPath, cfg.SessionID)
 	if err != nil {
 		return fail(ExitSetup, "setup", err)
 	}
 	mcfg := mounts.Config{
 		TmpSource: fdPath(here[fdTmp]), VarTmpSource: fdPath(here[fdVarTmp]), RunSource: fdPath(here[fdRun]),
-		RootHide: fdPath(here[fdRoot]), RunUser: cfg.RunUser, UID: cfg.UID, DevShm: cfg.DevShm,
+		RootHide: fdPath(here[fdRoot]), RunUser: cfg.RunUser, UID: cfg.UID, DevShm: cfg.DevShm, VarTmp: cfg.VarTmp,
+		RootName: rootPath, TmpName: sessPath + "/tmp", VarTmpName: sessPath + "/var-tmp", RunName: sessPath + "/run",
 	}
 	ops, err := mounts.Plan(mcfg)
 	if err != nil {
@@ -78,7 +98,11 @@ func InitMain() int {
 		return fail(ExitSetup, "mount", err)
 	}
 	runtimeDir := mcfg.RuntimeDir()
-	for _, d := range []string{"/tmp", "/var/tmp", runtimeDir} {
+	private := []string{"/tmp", runtimeDir}
+	if cfg.VarTmp {
+		private = append(private, "/var/tmp")
+	}
+	for _, d := range private {
 		if err := checkPrivateDir(d, cfg.UID); err != nil {
 			return fail(ExitSetup, "setup", err)
 		}
@@ -86,12 +110,19 @@ func InitMain() int {
 	// The wrapper's cwd may be a directory the mounts now hide (under the
 	// host's /tmp): resolve the path again so the command can never hold a
 	// reference into the host's /tmp.
-	if err := unix.Chdir(cfg.Dir); err != nil {
+	if err := unix.Chdir(dir); err != nil {
 		hint := ""
-		if under(cfg.Dir, "/tmp", "/var/tmp", "/dev/shm") {
-			hint = " (it is under the host's " + topDir(cfg.Dir) + ", which is private inside the sandbox); run agentbox from a directory outside /tmp, /var/tmp and /dev/shm"
+		if under(dir, "/tmp", "/var/tmp", "/dev/shm") {
+			hint = " (it is under the host's " + topDir(dir) + ", which is private inside the sandbox); run agentbox from a directory outside /tmp, /var/tmp and /dev/shm"
 		}
-		return fail(ExitSetup, "setup", fmt.Errorf("working directory %s: chdir inside the sandbox: %w%s", cfg.Dir, err, hint))
+		return fail(ExitSetup, "setup", fmt.Errorf("working directory %s: chdir inside the sandbox: %w%s", dir, err, hint))
+	}
+	// Nothing of the session root may stay open in init past this point.
+	for _, fd := range here {
+		unix.Close(fd)
+	}
+	for _, fd := range []int{fdRoot, fdTmp, fdVarTmp, fdRun} {
+		unix.Close(fd)
 	}
 	if err := dropPrivileges(); err != nil {
 		return fail(ExitSetup, "setup", err)
@@ -101,25 +132,15 @@ func InitMain() int {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fail(ExitSetup, "setup", fmt.Errorf("close_range: %w", err))
 	}
-	vars := env.Build(cfg.Env, env.Session{ID: cfg.SessionID, RuntimeDir: runtimeDir})
-	path, code, err := lookPath(cfg.Argv[0], vars)
+	vars := env.Build(cfgEnv, env.Session{ID: cfg.SessionID, RuntimeDir: runtimeDir})
+	path, code, err := lookPath(argv[0], vars)
 	if err != nil {
 		return fail(code, "exec", err)
 	}
-	// Signals for the command arrive on the control pipe. Those that reach
-	// init directly come from the terminal (the command, in the same
-	// process group, gets them too) or from inside the sandbox: they are
-	// caught so that init survives them, and dropped. Catching (not
-	// ignoring) matters: a caught signal is reset to default by execve, an
-	// ignored one would stay ignored in the command.
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
-	go func() {
-		for range sigs {
-		}
-	}()
+	control := make(chan syscall.Signal, 16)
+	go readControl(os.NewFile(fdControl, "control"), control)
 	syscall.Umask(cfg.Umask)
-	proc, err := os.StartProcess(path, cfg.Argv, &os.ProcAttr{
+	proc, err := os.StartProcess(path, argv, &os.ProcAttr{
 		Env:   vars,
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
 	})
@@ -128,19 +149,27 @@ func InitMain() int {
 		if errors.Is(err, syscall.ENOENT) {
 			code = ExitNotFound
 		}
-		return fail(code, "exec", fmt.Errorf("%s: %w", cfg.Argv[0], unwrapPath(err)))
+		return fail(code, "exec", fmt.Errorf("%s: %w", argv[0], unwrapPath(err)))
 	}
 	json.NewEncoder(report).Encode(initMsg{Event: "started", PID: proc.Pid})
 	report.Close()
-	go forwardControl(os.NewFile(fdControl, "control"), proc.Pid)
+	go relaySignals(proc.Pid, sigs, control)
 	return reap(proc.Pid)
+}
+
+func strs(b [][]byte) []string {
+	s := make([]string, len(b))
+	for i := range b {
+		s[i] = string(b[i])
+	}
+	return s
 }
 
 // reopenHere opens the session root and the session's subdirectories in
 // this mount namespace, each relative to the one before and without
 // following a symlink, and checks each against the wrapper's descriptor. It
 // returns the new descriptors keyed by the wrapper's.
-func reopenHere(cfg initConfig) (map[int]int, error) {
+func reopenHere(rootPath, sessionID string) (map[int]int, error) {
 	const flags = unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	out := map[int]int{}
 	check := func(fd, want int, what string) error {
@@ -156,17 +185,17 @@ func reopenHere(cfg initConfig) (map[int]int, error) {
 		}
 		return nil
 	}
-	root, err := unix.Open(cfg.RootPath, flags, 0)
+	root, err := unix.Open(rootPath, flags, 0)
 	if err != nil {
-		return nil, fmt.Errorf("session root %s: open: %w", cfg.RootPath, err)
+		return nil, fmt.Errorf("session root %s: open: %w", rootPath, err)
 	}
-	if err := check(root, fdRoot, "session root "+cfg.RootPath); err != nil {
+	if err := check(root, fdRoot, "session root "+rootPath); err != nil {
 		return nil, err
 	}
 	out[fdRoot] = root
-	sess, err := unix.Openat(root, cfg.SessionID, flags, 0)
+	sess, err := unix.Openat(root, sessionID, flags, 0)
 	if err != nil {
-		return nil, fmt.Errorf("session directory %s/%s: openat: %w", cfg.RootPath, cfg.SessionID, err)
+		return nil, fmt.Errorf("session directory %s/%s: openat: %w", rootPath, sessionID, err)
 	}
 	if err := check(sess, fdSession, "session directory"); err != nil {
 		return nil, err
@@ -174,7 +203,7 @@ func reopenHere(cfg initConfig) (map[int]int, error) {
 	for i, name := range []string{"tmp", "var-tmp", "run"} {
 		fd, err := unix.Openat(sess, name, flags, 0)
 		if err != nil {
-			return nil, fmt.Errorf("session directory %s/%s/%s: openat: %w", cfg.RootPath, cfg.SessionID, name, err)
+			return nil, fmt.Errorf("session directory %s/%s/%s: openat: %w", rootPath, sessionID, name, err)
 		}
 		if err := check(fd, fdTmp+i, "session directory "+name); err != nil {
 			return nil, err
@@ -187,16 +216,108 @@ func reopenHere(cfg initConfig) (map[int]int, error) {
 
 func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 
-// forwardControl delivers each signal number read from the wrapper to the
-// command. EOF means the wrapper is gone; Pdeathsig ends us then.
-func forwardControl(f *os.File, pid int) {
+// initSignals are caught by init from its first instruction on.
+var initSignals = []os.Signal{
+	syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT,
+	syscall.SIGBUS, syscall.SIGFPE, syscall.SIGUSR1, syscall.SIGSEGV, syscall.SIGUSR2, syscall.SIGPIPE,
+	syscall.SIGALRM, syscall.SIGTERM, syscall.SIGSTKFLT, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
+	syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGIO, syscall.SIGPWR, syscall.SIGSYS,
+}
+
+// readControl turns the wrapper's control pipe (one byte per signal) into
+// a channel. EOF means the wrapper is gone; Pdeathsig ends us then.
+func readControl(f *os.File, out chan<- syscall.Signal) {
 	var b [1]byte
 	for {
 		if _, err := f.Read(b[:]); err != nil {
+			close(out)
 			return
 		}
-		syscall.Kill(pid, syscall.Signal(b[0]))
+		out <- syscall.Signal(b[0])
 	}
+}
+
+// twinWindow is how long a forwarded signal waits for its direct twin, and
+// how long a direct copy stays a candidate twin.
+const (
+	twinWait = 20 * time.Millisecond
+	twinLife = 2 * time.Second
+)
+
+// relaySignals delivers the signals the wrapper forwards to the command,
+// exactly once. A signal sent to the whole process group (Ctrl-C from the
+// terminal, timeout(1), kill(0, sig)) reaches the wrapper, init and, when it
+// is still in that group, the command: the command already has it, so the
+// wrapper's forwarded copy is dropped when init saw the same signal directly.
+// A signal sent to the wrapper alone has no direct twin and is delivered.
+// Direct signals that are not twins (kill 1 from inside) are dropped: they
+// were meant for init.
+func relaySignals(pid int, sigs <-chan os.Signal, control <-chan syscall.Signal) {
+	direct := map[syscall.Signal][]time.Time{}
+	note := func(s os.Signal) {
+		if sig, ok := s.(syscall.Signal); ok && samePgrp(pid) {
+			direct[sig] = append(direct[sig], time.Now())
+		}
+	}
+	// Direct signals queued before the command existed did not reach it.
+	for drained := false; !drained; {
+		select {
+		case <-sigs:
+		default:
+			drained = true
+		}
+	}
+	takeTwin := func(sig syscall.Signal) bool {
+		ts := direct[sig]
+		for len(ts) > 0 && time.Since(ts[0]) > twinLife {
+			ts = ts[1:]
+		}
+		if len(ts) > 0 {
+			direct[sig] = ts[1:]
+			return true
+		}
+		direct[sig] = ts
+		return false
+	}
+	for {
+		select {
+		case s := <-sigs:
+			note(s)
+		case sig, ok := <-control:
+			if !ok {
+				return
+			}
+			twin := takeTwin(sig)
+			if !twin && samePgrp(pid) {
+				timer := time.NewTimer(twinWait)
+			wait:
+				for {
+					select {
+					case s := <-sigs:
+						note(s)
+						if s == sig {
+							break wait
+						}
+					case <-timer.C:
+						break wait
+					}
+				}
+				timer.Stop()
+				twin = takeTwin(sig)
+			}
+			if twin {
+				continue
+			}
+			syscall.Kill(pid, sig)
+		}
+	}
+}
+
+// samePgrp reports whether the command is still in init's process group
+// (both outside the PID namespace, where getpgid reports 0 for each).
+func samePgrp(pid int) bool {
+	pg, err := unix.Getpgid(pid)
+	return err == nil && pg == unix.Getpgrp()
 }
 
 // reap waits for every child (orphans of the sandbox are re-parented to us)
@@ -244,10 +365,9 @@ func checkPrivateDir(dir string, uid int) error {
 // without any capability and with no_new_privs. Capabilities, the bounding
 // set, securebits and no_new_privs are per thread: the caller must hold
 // runtime.LockOSThread from here to the fork, which os.StartProcess does on
-// the calling thread. The other threads of init keep CAP_SYS_ADMIN of the
-// sandbox's user namespace, which gives nothing outside it; doing this on
-// every thread with AllThreadsSyscall stops the world once per call and
-// cost about 30 ms per start.
+// the calling thread. Only capset is applied to every thread: each
+// AllThreadsSyscall stops the world, and one per capability cost about
+// 30 ms per start.
 func dropPrivileges() error {
 	last := 63
 	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
@@ -273,11 +393,15 @@ func dropPrivileges() error {
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_CAP_AMBIENT_CLEAR_ALL): %w", err)
 	}
+	// Every thread loses its capabilities (one stop-the-world, not one per
+	// call): init keeps nothing a same-uid process could borrow.
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData // all zero: no effective, permitted or inheritable capability
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capset: %w", err)
+	if _, _, e := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+		return fmt.Errorf("capset: %w", e)
 	}
+	runtime.KeepAlive(&hdr)
+	runtime.KeepAlive(&data)
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
@@ -293,7 +417,11 @@ func lookPath(name string, vars []string) (string, int, error) {
 	}
 	if strings.Contains(name, "/") {
 		if err := executable(name); err != nil {
-			return "", codeFor(err), fmt.Errorf("%s: %w", name, err)
+			code := ExitCannotExec
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+				code = ExitNotFound
+			}
+			return "", code, fmt.Errorf("%s: %w", name, err)
 		}
 		return name, 0, nil
 	}
@@ -342,13 +470,6 @@ func executable(p string) error {
 		return unix.EISDIR
 	}
 	return unix.Access(p, unix.X_OK)
-}
-
-func codeFor(err error) int {
-	if errors.Is(err, errNoFile) {
-		return ExitNotFound
-	}
-	return ExitCannotExec
 }
 
 func unwrapPath(err error) error {

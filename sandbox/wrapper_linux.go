@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -120,7 +121,10 @@ func Run(cfg Config) (res Result, err error) {
 	}
 
 	code, setupErr := start(cfg, sess, root.FD, root.Path, uid, gid, umask, sigs, logf, startReconcile)
-	reconcileWG.Wait()
+	// The command's exit does not wait for other sessions' cleanup beyond a
+	// moment: a reconcile cut short by our exit leaves its session in
+	// cleaning, under a free lock, and the next one resumes it.
+	waitAtMost(&reconcileWG, reconcileGrace)
 	res.ExitCode = code
 	if setupErr != nil {
 		res.ExitCode = ExitCode(setupErr)
@@ -234,6 +238,9 @@ func start(cfg Config, sess *session.Session, rootFD int, rootPath string, uid, 
 	}()
 	if err := <-startErr; err != nil {
 		c := remedy.Diagnose(remedy.Clone, err, remedy.Probe())
+		if !c.Userns {
+			return setupFailed(&Error{Code: ExitSetup, Err: fmt.Errorf("cannot start the sandbox: %w\n  cause: %s\n  remedy: %s", err, c.Cause, c.Remedy)})
+		}
 		return setupFailed(&Error{Code: ExitSetup, Err: fmt.Errorf("cannot create the sandbox's namespaces: %w: %w\n  cause: %s\n  remedy: %s", err, remedy.ErrUsernsUnavailable, c.Cause, c.Remedy)})
 	}
 	// The child holds its copies now.
@@ -246,8 +253,8 @@ func start(cfg Config, sess *session.Session, rootFD int, rootPath string, uid, 
 		sess.Update(func(r *session.Record) { r.InitPID, r.InitStart = pid, start })
 	}
 
-	ic := initConfig{Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, UID: uid, GID: gid, Umask: umask,
-		SessionID: sess.ID, RootPath: rootPath, RunUser: isDir("/run/user"), DevShm: isDir("/dev/shm")}
+	ic := initConfig{Argv: bytesOf(cfg.Argv), Env: bytesOf(cfg.Env), Dir: []byte(cfg.Dir), UID: uid, GID: gid, Umask: umask,
+		SessionID: sess.ID, RootPath: []byte(rootPath), RunUser: isDir("/run/user"), DevShm: isDir("/dev/shm"), VarTmp: isDir("/var/tmp")}
 	b, _ := json.Marshal(ic)
 	configW.Write(b)
 	configW.Close()
@@ -260,14 +267,9 @@ func start(cfg Config, sess *session.Session, rootFD int, rootPath string, uid, 
 		for {
 			select {
 			case s := <-sigs:
-				sig := s.(syscall.Signal)
-				if (sig == syscall.SIGINT || sig == syscall.SIGQUIT) && fromTerminal() {
-					// The terminal sent it to the whole foreground process
-					// group, the command included: forwarding it would
-					// deliver it twice.
-					continue
-				}
-				controlW.Write([]byte{byte(sig)})
+				// Always forwarded: when the signal went to the whole process
+				// group (Ctrl-C), init saw it too and drops this copy.
+				controlW.Write([]byte{byte(s.(syscall.Signal))})
 			case <-stopFwd:
 				return
 			}
@@ -307,7 +309,11 @@ func initError(cfg Config, m initMsg) error {
 	switch {
 	case m.Stage == "mount":
 		c := remedy.Diagnose(remedy.Mount, syscall.Errno(m.Errno), remedy.Probe())
-		err = fmt.Errorf("%s: %w\n  cause: %s\n  remedy: %s", m.Msg, remedy.ErrUsernsUnavailable, c.Cause, c.Remedy)
+		if c.Userns {
+			err = fmt.Errorf("%s: %w\n  cause: %s\n  remedy: %s", m.Msg, remedy.ErrUsernsUnavailable, c.Cause, c.Remedy)
+		} else {
+			err = fmt.Errorf("%s\n  cause: %s\n  remedy: %s", m.Msg, c.Cause, c.Remedy)
+		}
 	case m.NotFound:
 		if hostPath, ok := hiddenOnHost(cfg); ok {
 			err = fmt.Errorf("%s: not found inside the sandbox, but it is installed at %s on the host: /tmp, /var/tmp and /dev/shm are private inside the sandbox, so nothing under the host's is visible; install it elsewhere (for example ~/.local/bin)", cfg.Argv[0], hostPath)
@@ -365,12 +371,27 @@ func exitStatus(st *os.ProcessState) int {
 	return ExitSetup
 }
 
-// fromTerminal reports whether a SIGINT or SIGQUIT the wrapper received most
-// likely came from its controlling terminal: stdin is a terminal whose
-// foreground process group is ours.
-func fromTerminal() bool {
-	fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
-	return err == nil && fg == unix.Getpgrp()
+// reconcileGrace is how long a finished run waits for its background
+// reconcile.
+const reconcileGrace = 100 * time.Millisecond
+
+func waitAtMost(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+func bytesOf(s []string) [][]byte {
+	b := make([][]byte, len(s))
+	for i := range s {
+		b[i] = []byte(s[i])
+	}
+	return b
 }
 
 func isDir(p string) bool {

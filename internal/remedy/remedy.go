@@ -33,6 +33,9 @@ type Facts struct {
 type Cause struct {
 	Cause  string
 	Remedy string
+	// Userns is true when the cause is that this host does not let
+	// agentbox use user namespaces (callers then wrap ErrUsernsUnavailable).
+	Userns bool
 }
 
 func (c Cause) String() string { return c.Cause + "; " + c.Remedy }
@@ -48,31 +51,34 @@ func Diagnose(stage Stage, err error, f Facts) Cause {
 	switch {
 	case stage == Clone && errno == syscall.ENOSPC && f.MaxUserNamespaces == 0:
 		return Cause{"user namespaces are disabled (user.max_user_namespaces = 0)",
-			"enable them as root: sysctl -w user.max_user_namespaces=15000 (persist it in /etc/sysctl.d/)"}
+			"enable them as root: sysctl -w user.max_user_namespaces=15000 (persist it in /etc/sysctl.d/)", true}
 	case stage == Clone && errno == syscall.ENOSPC:
 		return Cause{fmt.Sprintf("the limit on user namespaces is exhausted (user.max_user_namespaces = %d)", f.MaxUserNamespaces),
-			"raise it as root: sysctl -w user.max_user_namespaces=15000, or end other sandboxes"}
+			"raise it as root: sysctl -w user.max_user_namespaces=15000, or end other sandboxes", true}
 	case stage == Clone && errno == syscall.EPERM && f.UnprivilegedUsernsClone == 0:
 		return Cause{"unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone = 0)",
-			"enable them as root: sysctl -w kernel.unprivileged_userns_clone=1 (persist it in /etc/sysctl.d/)"}
+			"enable them as root: sysctl -w kernel.unprivileged_userns_clone=1 (persist it in /etc/sysctl.d/)", true}
 	case stage == Clone && errno == syscall.EPERM && f.Seccomp == 2:
 		return Cause{"a seccomp filter forbids creating user namespaces (this usually means a container with the default profile)",
-			"run the container with a seccomp profile that allows clone/unshare with CLONE_NEWUSER (e.g. docker run --security-opt seccomp=unconfined), or run agentbox on the host"}
+			"run the container with a seccomp profile that allows clone/unshare with CLONE_NEWUSER (e.g. docker run --security-opt seccomp=unconfined), or run agentbox on the host", true}
 	case stage == Clone && errno == syscall.EPERM:
 		return Cause{"the kernel refused to create a user namespace (EPERM)",
-			"check kernel.unprivileged_userns_clone, user.max_user_namespaces and any LSM or seccomp policy; run `agentbox doctor`"}
+			"check the sysctls kernel.unprivileged_userns_clone and user.max_user_namespaces, and any LSM (AppArmor, SELinux) or seccomp policy applied to agentbox", true}
 	case stage == Clone && errno == syscall.EINVAL:
 		return Cause{"the kernel does not support the namespaces agentbox needs (EINVAL)",
-			"use a kernel built with CONFIG_USER_NS, CONFIG_PID_NS and mount namespaces"}
+			"use a kernel built with CONFIG_USER_NS, CONFIG_PID_NS and mount namespaces", true}
 	case stage == Mount && errno == syscall.EPERM && f.AppArmorRestrictUserns == 1:
 		return Cause{"AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns = 1): the namespace was created but may not mount",
 			"install an AppArmor profile for this binary as root, in /etc/apparmor.d/agentbox:\n\n" + AppArmorProfile(f.Binary) +
-				"\nthen: apparmor_parser -r /etc/apparmor.d/agentbox"}
+				"\nthen: apparmor_parser -r /etc/apparmor.d/agentbox", true}
 	case stage == Mount && errno == syscall.EPERM:
 		return Cause{"the new namespace may not mount (EPERM)",
-			"an LSM (AppArmor, SELinux) or a container runtime restricts mounts in user namespaces; run `agentbox doctor`"}
+			"an LSM (AppArmor, SELinux) or a container runtime restricts mounts in user namespaces; allow user namespaces for this binary", true}
 	}
-	return Cause{"the sandbox could not be set up", "run `agentbox doctor` to check this host"}
+	if stage == Clone {
+		return Cause{"the sandbox's init process could not be started", "check the error above (memory, process or file limits: ulimit -u, ulimit -n)", false}
+	}
+	return Cause{"the sandbox's mounts could not be set up", "check that /tmp, /var/tmp, /dev/shm and the session root exist and are directories on this host", false}
 }
 
 // AppArmorProfile is the profile that lets the agentbox binary at path use
