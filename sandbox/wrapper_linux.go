@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -331,7 +332,15 @@ func initError(cfg Config, m initMsg) error {
 func hiddenOnHost(cfg Config) (string, bool) {
 	name := cfg.Argv[0]
 	p := name
-	if !filepath.IsAbs(name) {
+	if strings.Contains(name, "/") {
+		if !filepath.IsAbs(name) {
+			p = filepath.Join(cfg.Dir, name)
+		}
+		var st unix.Stat_t
+		if unix.Stat(p, &st) != nil {
+			return "", false
+		}
+	} else {
 		pathVar, _ := env.Lookup(cfg.Env, "PATH")
 		p = ""
 		for _, dir := range filepath.SplitList(pathVar) {
