@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,11 +27,23 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/agentbox/agentbox/internal/session"
+	"github.com/agentbox/agentbox/landlock"
 	"github.com/agentbox/agentbox/sandbox"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
+
+func init() {
+	// The init stage drops privileges, applies Landlock and forks the
+	// command on one locked thread; locking it here, in an init function,
+	// makes that thread the main thread (the thread-group leader, which is
+	// what other processes signal as PID 1), so the command's Landlock
+	// domain includes it.
+	if sandbox.IsInit() {
+		runtime.LockOSThread()
+	}
+}
 
 func main() {
 	// The init stage is this binary re-executed inside the new namespaces;
@@ -85,6 +99,20 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return sandbox.ExitCode(err)
 }
 
+// policyConfig reads the policy flags shared by run, policy and explain.
+func policyConfig(c *cli.Command, argv []string) sandbox.Config {
+	return sandbox.Config{
+		Argv:     argv,
+		Env:      os.Environ(),
+		Profile:  c.String("profile"),
+		Landlock: c.String("landlock"),
+		RW:       c.StringSlice("rw"),
+		RO:       c.StringSlice("ro"),
+		Hide:     c.StringSlice("hide"),
+		Show:     c.StringSlice("show"),
+	}
+}
+
 func newApp(argv []string, stdout, stderr io.Writer) *cli.Command {
 	runAction := func(ctx context.Context, c *cli.Command) error {
 		if c.Args().Len() > 0 {
@@ -96,12 +124,9 @@ func newApp(argv []string, stdout, stderr io.Writer) *cli.Command {
 		if len(argv) == 0 {
 			return &usageError{"no command after --"}
 		}
-		cfg := sandbox.Config{
-			Argv: argv,
-			Env:  os.Environ(),
-			Root: c.String("root"),
-			Keep: c.Bool("keep"),
-		}
+		cfg := policyConfig(c, argv)
+		cfg.Root = c.String("root")
+		cfg.Keep = c.Bool("keep")
 		if c.Bool("verbose") {
 			cfg.Log = stderr
 		}
@@ -149,10 +174,18 @@ func newApp(argv []string, stdout, stderr io.Writer) *cli.Command {
 			&cli.StringFlag{Name: "root", Usage: "session root `DIR` (default: AGENTBOX_ROOT, $XDG_STATE_HOME/agentbox, ~/.local/state/agentbox)"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the session directory after CMD exits and print its path on stderr"},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "say on stderr what agentbox does"},
+			&cli.StringFlag{Name: "profile", Usage: "agent profile `NAME` or FILE (default: chosen by the command's name)"},
+			&cli.StringFlag{Name: "landlock", Usage: "Landlock `MODE`: require, best-effort or off (default: require)",
+				Validator: func(s string) error { _, err := landlock.ParseMode(s); return err }},
+			&cli.StringSliceFlag{Name: "rw", Usage: "also allow writing below `PATH` (repeatable)"},
+			&cli.StringSliceFlag{Name: "ro", Usage: "make `PATH` read-only inside (repeatable)"},
+			&cli.StringSliceFlag{Name: "hide", Usage: "replace `PATH` by an empty directory or file inside (repeatable)"},
+			&cli.StringSliceFlag{Name: "show", Usage: "do not hide `PATH` (repeatable)"},
 		},
-		Action:         runAction,
-		ExitErrHandler: func(context.Context, *cli.Command, error) {},
-		OnUsageError:   onUsage,
+		DisableSliceFlagSeparator: true,
+		Action:                    runAction,
+		ExitErrHandler:            func(context.Context, *cli.Command, error) {},
+		OnUsageError:              onUsage,
 		Commands: []*cli.Command{
 			{
 				Name:         "run",
@@ -160,6 +193,55 @@ func newApp(argv []string, stdout, stderr io.Writer) *cli.Command {
 				Usage:        "run CMD in a new session (the same as agentbox [flags] -- CMD)",
 				UsageText:    "agentbox run [flags] -- CMD [ARGS...]",
 				Action:       runAction,
+			},
+			{
+				Name:         "policy",
+				OnUsageError: onUsage,
+				Usage:        "print the effective policy for a command: every path, and the rule it came from",
+				UsageText:    "agentbox policy [--profile P] [--json] [-- CMD]",
+				Flags:        []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					if c.Args().Len() > 0 {
+						return &usageError{"policy takes no arguments before --"}
+					}
+					pol, err := sandbox.Prepare(policyConfig(c, argv))
+					if err != nil {
+						return err
+					}
+					return printPolicy(stdout, pol, c.Bool("json"))
+				},
+			},
+			{
+				Name:         "explain",
+				OnUsageError: onUsage,
+				Usage:        "say whether the sandbox could see, read or write PATH, and which rule decides",
+				UsageText:    "agentbox explain [--json] PATH [-- CMD]",
+				Flags:        []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					if c.Args().Len() != 1 {
+						return &usageError{"explain takes one PATH"}
+					}
+					pol, err := sandbox.Prepare(policyConfig(c, argv))
+					if err != nil {
+						return err
+					}
+					path, err := filepath.Abs(c.Args().First())
+					if err != nil {
+						return err
+					}
+					v := pol.Explain(path)
+					if c.Bool("json") {
+						return json.NewEncoder(stdout).Encode(v)
+					}
+					yn := func(b bool) string {
+						if b {
+							return "yes"
+						}
+						return "no"
+					}
+					fmt.Fprintf(stdout, "%s\n  visible: %s\n  read:    %s\n  write:   %s\n  because: %s\n", v.Path, yn(v.Visible), yn(v.Read), yn(v.Write), v.Rule)
+					return nil
+				},
 			},
 			{
 				Name:         "ps",
@@ -327,5 +409,38 @@ func clean(rootFlag string, ids []string, kept, dry, asJSON bool, stdout io.Writ
 	if failed > 0 {
 		return &sandbox.Error{Code: sandbox.ExitSetup, Err: fmt.Errorf("clean: %d session(s) not removed", failed)}
 	}
+	return nil
+}
+
+func printPolicy(w io.Writer, pol sandbox.Policy, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(pol)
+	}
+	plan, err := landlock.Check(pol.Landlock)
+	fmt.Fprintf(w, "profile: %s\nlandlock: %s\n", pol.Profile, pol.Mode)
+	if err != nil {
+		fmt.Fprintf(w, "  %v\n", err)
+	} else {
+		fmt.Fprintf(w, "  %s\n", plan.Summary())
+	}
+	section := func(title string, es []sandbox.Entry) {
+		fmt.Fprintf(w, "%s:\n", title)
+		if len(es) == 0 {
+			fmt.Fprintln(w, "  (none)")
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, e := range es {
+			fmt.Fprintf(tw, "  %s\t%s\n", e.Path, e.Source)
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w, "read: everything visible")
+	section("write", pol.Write)
+	section("devices (write, ioctl)", pol.Devices)
+	section("read-only", pol.ReadOnly)
+	section("hidden", pol.Hide)
+	section("created before start when missing", pol.Create)
 	return nil
 }

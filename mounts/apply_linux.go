@@ -134,15 +134,30 @@ func remount(op Op, add uintptr) error {
 // Apply runs the plan in order. It must run in a mount namespace of its own
 // with CAP_SYS_ADMIN there; it stops at the first failure.
 func Apply(ops []Op) error {
+	a := &applier{stage: -1, emptyDir: -1, emptyFile: -1}
+	defer a.close()
 	for _, op := range ops {
-		if err := apply(op); err != nil {
+		if err := a.apply(op); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func apply(op Op) error {
+// applier holds the staging tmpfs and the empty objects in it between ops.
+type applier struct{ stage, emptyDir, emptyFile int }
+
+func (a *applier) close() {
+	for _, fd := range []int{a.stage, a.emptyDir, a.emptyFile} {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+}
+
+func fdPath(fd int) string { return fmt.Sprintf("/proc/self/fd/%d", fd) }
+
+func (a *applier) apply(op Op) error {
 	switch op.Kind {
 	case Slave:
 		return mount(op, "", "", unix.MS_REC|unix.MS_SLAVE, "")
@@ -162,6 +177,88 @@ func apply(op Op) error {
 		return nil
 	case ReadOnly:
 		return remount(op, unix.MS_RDONLY)
+	case Stage:
+		return a.doStage(op)
+	case Hide:
+		return a.doHide(op)
+	case BindRO:
+		var st unix.Stat_t
+		if err := unix.Stat(op.Target, &st); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				return nil
+			}
+			return &Error{Op: op, Call: "stat", Err: err}
+		}
+		if err := mount(op, op.Target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return err
+		}
+		return remount(op, unix.MS_RDONLY)
+	case Seal:
+		if a.stage < 0 {
+			return &Error{Op: op, Call: "seal", Err: errors.New("nothing staged")}
+		}
+		if err := unix.Fchmod(a.stage, 0); err != nil {
+			return &Error{Op: op, Call: "fchmod", Err: err}
+		}
+		sealed := op
+		sealed.Target = fdPath(a.stage)
+		return remount(sealed, unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC)
 	}
 	return &Error{Op: op, Call: "apply", Err: fmt.Errorf("unknown operation kind %d", int(op.Kind))}
+}
+
+// doStage opens the tmpfs mounted over the session root (by path: a
+// descriptor of the covered directory would name the directory below it)
+// and creates an empty directory (0555) and an empty file (0444) in it.
+func (a *applier) doStage(op Op) error {
+	fd, err := unix.Open(op.Target, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &Error{Op: op, Call: "open", Err: err}
+	}
+	var sf unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sf); err != nil || sf.Type != unix.TMPFS_MAGIC {
+		unix.Close(fd)
+		return &Error{Op: op, Call: "fstatfs", Err: fmt.Errorf("not the staging tmpfs (type %#x): %v", sf.Type, err)}
+	}
+	a.stage = fd
+	if err := unix.Mkdirat(fd, "empty-dir", 0o555); err != nil {
+		return &Error{Op: op, Call: "mkdirat", Err: err}
+	}
+	if a.emptyDir, err = unix.Openat(fd, "empty-dir", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+		return &Error{Op: op, Call: "openat", Err: err}
+	}
+	f, err := unix.Openat(fd, "empty-file", unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o444)
+	if err != nil {
+		return &Error{Op: op, Call: "openat", Err: err}
+	}
+	unix.Close(f)
+	if a.emptyFile, err = unix.Openat(fd, "empty-file", unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+		return &Error{Op: op, Call: "openat", Err: err}
+	}
+	return nil
+}
+
+// doHide covers Target with the staged empty directory or file, matching
+// what is there (a socket or device is covered by the empty file).
+func (a *applier) doHide(op Op) error {
+	var st unix.Stat_t
+	if err := unix.Stat(op.Target, &st); err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			return nil // nothing to hide
+		}
+		return &Error{Op: op, Call: "stat", Err: err}
+	}
+	if a.emptyDir < 0 || a.emptyFile < 0 {
+		return &Error{Op: op, Call: "hide", Err: errors.New("nothing staged")}
+	}
+	src := fdPath(a.emptyFile)
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		src = fdPath(a.emptyDir)
+	}
+	bind := op
+	bind.Source = src
+	if err := mount(bind, src, "", unix.MS_BIND, ""); err != nil {
+		return err
+	}
+	return remount(op, unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC)
 }

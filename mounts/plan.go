@@ -24,9 +24,21 @@ const (
 	Mkdir
 	// ReadOnly remounts the mount at Target read-only, keeping its other flags.
 	ReadOnly
+	// Stage opens the tmpfs just mounted over the session root by its real
+	// path (Target) and makes in it the empty directory and empty file that
+	// Hide binds.
+	Stage
+	// Hide covers Target, when it exists, with the staged empty directory or
+	// empty file (read-only); a missing Target is skipped.
+	Hide
+	// BindRO binds Target onto itself read-only; a missing Target is skipped.
+	BindRO
+	// Seal makes the staging tmpfs (Target, the session root) read-only and
+	// mode 0: the sandbox sees an empty directory it cannot open.
+	Seal
 )
 
-var kindNames = [...]string{"slave", "bind", "tmpfs", "proc", "mkdir", "readonly"}
+var kindNames = [...]string{"slave", "bind", "tmpfs", "proc", "mkdir", "readonly", "stage", "hide", "bind-ro", "seal"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -84,6 +96,14 @@ type Config struct {
 	TmpName, VarTmpName, RunName, RootName string
 	// VarTmp is true when /var/tmp exists on the host.
 	VarTmp bool
+	// RootPath is the session root's real path: the staging tmpfs over it
+	// is opened by this path right after it is mounted, before /tmp is
+	// covered (the fallback root lives under /tmp).
+	RootPath string
+	// Hide lists paths to cover with an empty read-only directory or file.
+	Hide []string
+	// ReadOnly lists paths to make read-only (bound onto themselves).
+	ReadOnly []string
 	// RunUser is true when /run/user exists: it is covered by a read-only
 	// tmpfs that holds only /run/user/UID, the session's run/. Otherwise the
 	// runtime directory is a directory inside the private /tmp.
@@ -125,12 +145,29 @@ func Plan(c Config) ([]Op, error) {
 	if c.RootHide == "/" {
 		return nil, fmt.Errorf("mount plan: session root %q", c.RootHide)
 	}
+	if err := absClean("session root path", c.RootPath); err != nil || c.RootPath == "/" {
+		return nil, fmt.Errorf("mount plan: session root path %q", c.RootPath)
+	}
+	for _, list := range [][]string{c.Hide, c.ReadOnly} {
+		for _, p := range list {
+			if err := absClean("path", p); err != nil {
+				return nil, err
+			}
+			if p == "/" || under(p, "/proc") || under(p, "/tmp") || under(p, "/var/tmp") || under(p, "/dev/shm") || p == c.RootPath || under(p, c.RootPath) {
+				return nil, fmt.Errorf("mount plan: cannot hide or protect %q: it is /, under /proc, the session's own directories or the session root", p)
+			}
+		}
+	}
 	if c.UID < 0 {
 		return nil, fmt.Errorf("mount plan: invalid uid %d", c.UID)
 	}
 	rd := c.RuntimeDir()
 	ops := []Op{
 		{Kind: Slave, Target: "/"},
+		// The root is covered first, writable, so that it can stage the
+		// empty objects Hide binds; Seal closes it at the end.
+		{Kind: Tmpfs, Target: c.RootHide, Flags: NoSuid | NoDev | NoExec, Data: "mode=0700,size=16k,nr_inodes=8", Name: c.RootName},
+		{Kind: Stage, Target: c.RootPath},
 		{Kind: Bind, Source: c.TmpSource, Target: "/tmp", Flags: NoSuid | NoDev, Name: c.TmpName},
 	}
 	if c.VarTmp {
@@ -151,10 +188,24 @@ func Plan(c Config) ([]Op, error) {
 			Op{Kind: Bind, Source: c.RunSource, Target: rd, Flags: NoSuid | NoDev, Name: c.RunName},
 		)
 	}
-	ops = append(ops, Op{Kind: Tmpfs, Target: c.RootHide, Flags: NoSuid | NoDev | NoExec | RdOnly, Data: "mode=0,size=4k,nr_inodes=2", Name: c.RootName})
+	for _, p := range c.Hide {
+		ops = append(ops, Op{Kind: Hide, Target: p})
+	}
+	for _, p := range c.ReadOnly {
+		ops = append(ops, Op{Kind: BindRO, Target: p})
+	}
+	ops = append(ops, Op{Kind: Seal, Target: c.RootPath, Name: c.RootName})
 	if c.DevShm {
 		ops = append(ops, Op{Kind: Tmpfs, Target: "/dev/shm", Flags: NoSuid | NoDev, Data: "mode=1777"})
 	}
 	ops = append(ops, Op{Kind: Proc, Target: "/proc", Flags: NoSuid | NoDev | NoExec})
 	return ops, nil
+}
+
+// under reports whether p is inside dir, on a separator boundary.
+func under(p, dir string) bool {
+	if dir == "/" {
+		return true
+	}
+	return len(p) > len(dir) && p[:len(dir)] == dir && p[len(dir)] == '/' || p == dir
 }

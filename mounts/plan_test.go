@@ -7,7 +7,8 @@ import (
 
 func base() Config {
 	return Config{TmpSource: "/proc/self/fd/8", VarTmpSource: "/proc/self/fd/9", RunSource: "/proc/self/fd/10",
-		RootHide: "/proc/self/fd/7", RunUser: true, UID: 1000, DevShm: true, VarTmp: true}
+		RootHide: "/proc/self/fd/7", RunUser: true, UID: 1000, DevShm: true, VarTmp: true,
+		RootPath: "/home/u/.local/state/agentbox", Hide: []string{"/home/u/.ssh", "/run/docker.sock"}, ReadOnly: []string{"/home/u/p/.git/hooks"}}
 }
 
 func render(ops []Op) string {
@@ -24,13 +25,18 @@ func TestPlanOrder(t *testing.T) {
 		t.Fatalf("Plan(base) = %v", err)
 	}
 	want := `slave /
+tmpfs /proc/self/fd/7 (mode=0700,size=16k,nr_inodes=8)
+stage /home/u/.local/state/agentbox
 bind /proc/self/fd/8 → /tmp
 bind /proc/self/fd/9 → /var/tmp
 tmpfs /run/user (mode=0755,size=16k,nr_inodes=16)
 mkdir /run/user/1000
 bind /proc/self/fd/10 → /run/user/1000
 readonly /run/user
-tmpfs /proc/self/fd/7 (mode=0,size=4k,nr_inodes=2)
+hide /home/u/.ssh
+hide /run/docker.sock
+bind-ro /home/u/p/.git/hooks
+seal /home/u/.local/state/agentbox
 tmpfs /dev/shm (mode=1777)
 proc /proc`
 	if got := render(ops); got != want {
@@ -40,8 +46,8 @@ proc /proc`
 		if o.Kind == Bind && o.Flags&(NoSuid|NoDev) != NoSuid|NoDev {
 			t.Errorf("bind %s lacks nosuid,nodev", o.Target)
 		}
-		if o.Target == "/proc/self/fd/7" && o.Flags&RdOnly == 0 {
-			t.Errorf("session root hide is not read-only")
+		if o.Kind == Seal && o.Target != "/home/u/.local/state/agentbox" {
+			t.Errorf("seal targets %s, want the session root", o.Target)
 		}
 	}
 }
@@ -84,9 +90,10 @@ func TestPlanRejects(t *testing.T) {
 }
 
 func FuzzPlan(f *testing.F) {
-	f.Add("/proc/self/fd/8", "/proc/self/fd/9", "/proc/self/fd/10", "/proc/self/fd/7", true, 1000)
-	f.Fuzz(func(t *testing.T, tmp, vartmp, run, root string, runUser bool, uid int) {
-		c := Config{TmpSource: tmp, VarTmpSource: vartmp, RunSource: run, RootHide: root, RunUser: runUser, UID: uid, DevShm: true, VarTmp: true}
+	f.Add("/proc/self/fd/8", "/proc/self/fd/9", "/proc/self/fd/10", "/proc/self/fd/7", true, 1000, "/home/u/.ssh")
+	f.Fuzz(func(t *testing.T, tmp, vartmp, run, root string, runUser bool, uid int, hide string) {
+		c := Config{TmpSource: tmp, VarTmpSource: vartmp, RunSource: run, RootHide: root, RunUser: runUser, UID: uid, DevShm: true, VarTmp: true,
+			RootPath: "/r", Hide: []string{hide}}
 		ops, err := Plan(c)
 		if err != nil {
 			return
@@ -95,6 +102,9 @@ func FuzzPlan(f *testing.F) {
 			t.Fatalf("Plan(%+v) does not start with slave and end with proc:\n%s", c, render(ops))
 		}
 		for _, o := range ops {
+			if o.Kind == Hide && (o.Target == "/" || strings.HasPrefix(o.Target, "/tmp/") || strings.HasPrefix(o.Target, "/proc/")) {
+				t.Fatalf("Plan(%+v) hides %s", c, o.Target)
+			}
 			if o.Target == "/" && o.Kind != Slave {
 				t.Fatalf("Plan(%+v) mounts over /:\n%s", c, render(ops))
 			}

@@ -3,6 +3,8 @@ package sandbox
 import (
 	"io"
 	"os"
+
+	"github.com/agentbox/agentbox/landlock"
 )
 
 // Config is one sandboxed run.
@@ -21,6 +23,12 @@ type Config struct {
 	Log io.Writer
 	// Messages receives --keep's path and warnings; nil: os.Stderr.
 	Messages io.Writer
+	// Profile is --profile NAME|FILE; empty: by the command's base name.
+	Profile string
+	// Landlock is --landlock=require|best-effort|off; empty: config, then require.
+	Landlock string
+	// RW, RO, Hide and Show are the repeatable --rw, --ro, --hide and --show.
+	RW, RO, Hide, Show []string
 	// ReconcileLimit bounds the abandoned sessions looked at per start (0: 8).
 	ReconcileLimit int
 }
@@ -50,6 +58,10 @@ type initConfig struct {
 	RunUser   bool     `json:"run_user"`
 	DevShm    bool     `json:"dev_shm"`
 	VarTmp    bool     `json:"var_tmp"`
+	Hide      [][]byte `json:"hide"`
+	ReadOnly  [][]byte `json:"read_only"`
+	// Landlock is the write policy init applies after the mounts.
+	Landlock landlock.Policy `json:"landlock"`
 }
 
 // initMsg is what the init stage reports on fd 4, one JSON object.

@@ -20,6 +20,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/env"
+	"github.com/agentbox/agentbox/internal/seccomp"
+	"github.com/agentbox/agentbox/landlock"
 	"github.com/agentbox/agentbox/mounts"
 )
 
@@ -89,6 +91,7 @@ func InitMain() int {
 		TmpSource: fdPath(here[fdTmp]), VarTmpSource: fdPath(here[fdVarTmp]), RunSource: fdPath(here[fdRun]),
 		RootHide: fdPath(here[fdRoot]), RunUser: cfg.RunUser, UID: cfg.UID, DevShm: cfg.DevShm, VarTmp: cfg.VarTmp,
 		RootName: rootPath, TmpName: sessPath + "/tmp", VarTmpName: sessPath + "/var-tmp", RunName: sessPath + "/run",
+		RootPath: rootPath, Hide: strs(cfg.Hide), ReadOnly: strs(cfg.ReadOnly),
 	}
 	ops, err := mounts.Plan(mcfg)
 	if err != nil {
@@ -125,6 +128,15 @@ func InitMain() int {
 		unix.Close(fd)
 	}
 	if err := dropPrivileges(); err != nil {
+		return fail(ExitSetup, "setup", err)
+	}
+	// After the mounts (a landlocked process can never mount) and after
+	// no_new_privs; on every thread.
+	if _, err := landlock.Apply(cfg.Landlock); err != nil {
+		return fail(ExitSetup, "landlock", err)
+	}
+	// The command cannot push input into the caller's terminal.
+	if err := seccomp.InstallTTYGuard(); err != nil {
 		return fail(ExitSetup, "setup", err)
 	}
 	// Descriptors the caller leaked to us (not CLOEXEC in the wrapper) must

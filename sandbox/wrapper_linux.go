@@ -22,6 +22,7 @@ import (
 	"github.com/agentbox/agentbox/internal/remedy"
 	"github.com/agentbox/agentbox/internal/rootdir"
 	"github.com/agentbox/agentbox/internal/session"
+	"github.com/agentbox/agentbox/landlock"
 )
 
 // forwarded are the signals the wrapper passes on to the command.
@@ -90,6 +91,25 @@ func Run(cfg Config) (res Result, err error) {
 		return res, &Error{Code: ExitSetup, Err: err}
 	}
 	defer root.Close()
+	pol, err := Prepare(cfg)
+	if err != nil {
+		return res, &Error{Code: ExitSetup, Err: err}
+	}
+	plan, err := landlock.Check(pol.Landlock)
+	if err != nil {
+		return res, &Error{Code: ExitSetup, Err: err}
+	}
+	if len(plan.Unenforced) > 0 || !plan.Enforced {
+		// Landlock is never silently absent.
+		fmt.Fprintf(cfg.Messages, "agentbox: warning: %s\n", plan.Summary())
+	} else {
+		logf("%s", plan.Summary())
+	}
+	if err := createGranted(pol); err != nil {
+		// Not fatal: the agent then finds the path missing, as it would
+		// without agentbox when it cannot create it.
+		logf("%v", err)
+	}
 	sess, err := session.Create(root.FD, root.Path, uid, os.Getpid(), filepath.Base(cfg.Argv[0]))
 	if err != nil {
 		return res, &Error{Code: ExitSetup, Err: err}
@@ -121,7 +141,7 @@ func Run(cfg Config) (res Result, err error) {
 		}()
 	}
 
-	code, setupErr := start(cfg, sess, root.FD, root.Path, uid, gid, umask, sigs, logf, startReconcile)
+	code, setupErr := start(cfg, pol, sess, root.FD, root.Path, uid, gid, umask, sigs, logf, startReconcile)
 	// The command's exit does not wait for other sessions' cleanup beyond a
 	// moment: a reconcile cut short by our exit leaves its session in
 	// cleaning, under a free lock, and the next one resumes it.
@@ -148,7 +168,7 @@ func Run(cfg Config) (res Result, err error) {
 // start runs the init stage and waits for it. It returns the command's exit
 // status, or an *Error when the sandbox could not be set up; the session is
 // then in exited or setup_failed.
-func start(cfg Config, sess *session.Session, rootFD int, rootPath string, uid, gid, umask int, sigs <-chan os.Signal, logf func(string, ...any), startReconcile func()) (int, error) {
+func start(cfg Config, pol Policy, sess *session.Session, rootFD int, rootPath string, uid, gid, umask int, sigs <-chan os.Signal, logf func(string, ...any), startReconcile func()) (int, error) {
 	setupFailed := func(err error) (int, error) {
 		sess.Move(session.SetupFailed, func(r *session.Record) { r.Error = err.Error() })
 		return ExitCode(err), err
@@ -255,7 +275,8 @@ func start(cfg Config, sess *session.Session, rootFD int, rootPath string, uid, 
 	}
 
 	ic := initConfig{Argv: bytesOf(cfg.Argv), Env: bytesOf(cfg.Env), Dir: []byte(cfg.Dir), UID: uid, GID: gid, Umask: umask,
-		SessionID: sess.ID, RootPath: []byte(rootPath), RunUser: isDir("/run/user"), DevShm: isDir("/dev/shm"), VarTmp: isDir("/var/tmp")}
+		SessionID: sess.ID, RootPath: []byte(rootPath), RunUser: isDir("/run/user"), DevShm: isDir("/dev/shm"), VarTmp: isDir("/var/tmp"),
+		Hide: bytesOf(entryPaths(pol.Hide)), ReadOnly: bytesOf(entryPaths(pol.ReadOnly)), Landlock: pol.Landlock}
 	b, _ := json.Marshal(ic)
 	configW.Write(b)
 	configW.Close()
@@ -393,6 +414,14 @@ func waitAtMost(wg *sync.WaitGroup, d time.Duration) {
 	case <-done:
 	case <-t.C:
 	}
+}
+
+func entryPaths(es []Entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Path
+	}
+	return out
 }
 
 func bytesOf(s []string) [][]byte {

@@ -27,6 +27,7 @@ func TestExamples(t *testing.T) {
 			copyPath := filepath.Join(p, filepath.Base(script))
 			a.writeFile(t, copyPath, string(body), 0o755)
 			cmd := a.Cmd(copyPath, agentboxBin)
+			cmd.Dir = p // a project directory: agentbox refuses the home directory
 			r := run(t, cmd)
 			wantCode(t, script, r, 0)
 			if strings.TrimSpace(string(r.stdout)) != "ok" {

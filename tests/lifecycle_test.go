@@ -138,6 +138,8 @@ func TestRootSelection(t *testing.T) {
 	p := a.project(t)
 	home := filepath.Join(p, "home")
 	a.mkdir(t, home, 0o755)
+	proj := filepath.Join(home, "project")
+	a.mkdir(t, proj, 0o755)
 	flag, envRoot, xdg := filepath.Join(p, "flag-root"), filepath.Join(p, "env-root"), filepath.Join(p, "xdg")
 	for _, tc := range []struct {
 		name string
@@ -153,7 +155,11 @@ func TestRootSelection(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := append([]string{"HOME=" + home}, tc.env...)
-			r := a.box(t, env, append(append([]string{"--keep"}, tc.args...), "--", "true")...)
+			// Run from a project of that home: agentbox refuses a working
+			// directory that contains the home directory.
+			cmd := a.agentbox(env, append(append([]string{"--keep"}, tc.args...), "--", "true")...)
+			cmd.Dir = proj
+			r := run(t, cmd)
 			wantCode(t, "agentbox --keep -- true", r, 0)
 			id, path := keptSession(t, r.stderr)
 			if path != filepath.Join(tc.want, id) || !exists(t, path) {

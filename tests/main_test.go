@@ -247,10 +247,13 @@ func (u user) agentbox(env []string, args ...string) *exec.Cmd {
 	if u.UID == 0 {
 		cmd = exec.Command(agentboxBin, args...)
 		cmd.Env = []string{"HOME=/root", "USER=root", "LOGNAME=root", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-		cmd.Dir = "/"
 	} else {
 		cmd = u.Cmd(agentboxBin, args...)
 	}
+	// agentbox refuses to run from the home directory (the sandbox could
+	// write all of it): run from the user's work directory, which holds
+	// every project of the tests, so commands may write into those.
+	cmd.Dir = u.workDir()
 	cmd.Env = mergeEnv(cmd.Env, env)
 	cmd.WaitDelay = 10 * time.Second
 	return cmd
@@ -389,11 +392,21 @@ func wantCode(t *testing.T, what string, r result, code int) {
 	}
 }
 
-// project makes a fresh directory for one test in u's home, owned by u,
+// workDir returns u's directory of test projects, ~/abtest-work (0700,
+// owned by u), making it on first use.
+func (u user) workDir() string {
+	dir := filepath.Join(u.Home, "abtest-work")
+	if err := os.Mkdir(dir, 0o700); err == nil {
+		os.Chown(dir, u.UID, u.GID)
+	}
+	return dir
+}
+
+// project makes a fresh directory for one test in u's work directory, owned by u,
 // mode 0700, and removes it (whatever the test left in it) at the end.
 func (u user) project(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp(u.Home, "abtest-"+sanitize(t.Name())+"-")
+	dir, err := os.MkdirTemp(u.workDir(), "abtest-"+sanitize(t.Name())+"-")
 	if err != nil {
 		t.Fatal(err)
 	}

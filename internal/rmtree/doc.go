@@ -13,8 +13,8 @@
 //     ErrCrossDevice, while its siblings are still removed;
 //   - makes a directory it must list or empty usable again (adds rwx for the
 //     owner) through the descriptor it opened, never through a path;
-//   - holds at most 64 directory descriptors and no Go stack per level,
-//     whatever the depth;
+//   - holds 64 directory descriptors (66 for an instant) and no Go stack
+//     per level, whatever the depth;
 //   - takes an entry that vanished meanwhile as removed.
 //
 // It is not for trees whose writers still run (entries created faster than

@@ -13,6 +13,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Strict reports whether missing requirements fail instead of skip.
@@ -59,11 +61,13 @@ func RequireCommand(t testing.TB, name, pkg string) string {
 	return p
 }
 
-// RequireLandlock needs a kernel with Landlock enabled.
+// RequireLandlock needs a kernel with Landlock enabled: it asks the kernel
+// for its Landlock ABI (landlock_create_ruleset with the VERSION flag).
 func RequireLandlock(t testing.TB) {
 	t.Helper()
-	b, err := os.ReadFile("/sys/kernel/security/lsm")
-	if err != nil || !strings.Contains(string(b), "landlock") {
-		missing(t, "Landlock", fmt.Sprintf("/sys/kernel/security/lsm = %q (%v)", b, err), "boot with lsm=...,landlock (CONFIG_SECURITY_LANDLOCK=y)")
+	const createRulesetVersion = 1 << 0
+	v, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, createRulesetVersion)
+	if e != 0 {
+		missing(t, "Landlock", fmt.Sprintf("landlock_create_ruleset: %v (ABI %d)", e, v), "use Linux ≥ 6.12 booted with lsm=...,landlock (CONFIG_SECURITY_LANDLOCK=y)")
 	}
 }

@@ -1,0 +1,35 @@
+package profile
+
+import (
+	"embed"
+	"strings"
+)
+
+//go:embed builtin/*.toml
+var builtinFS embed.FS
+
+// builtinSources are the built-in profiles' TOML, by name. They are parsed
+// by the same strict parser as user files, so each is also an example of
+// the format.
+var builtinSources = func() map[string][]byte {
+	m := map[string][]byte{}
+	entries, err := builtinFS.ReadDir("builtin")
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	for _, e := range entries {
+		data, err := builtinFS.ReadFile("builtin/" + e.Name())
+		if err != nil {
+			panic(err)
+		}
+		m[strings.TrimSuffix(e.Name(), ".toml")] = data
+	}
+	return m
+}()
+
+// BuiltinSource returns the TOML of the built-in profile name, to show it or
+// copy it into a user profile.
+func BuiltinSource(name string) ([]byte, bool) {
+	b, ok := builtinSources[name]
+	return b, ok
+}

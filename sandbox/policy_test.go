@@ -1,0 +1,155 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox/internal/profile"
+	"github.com/agentbox/agentbox/landlock"
+)
+
+func paths(es []Entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Path
+	}
+	return out
+}
+
+func has(es []Entry, p string) bool {
+	for _, e := range es {
+		if e.Path == p {
+			return true
+		}
+	}
+	return false
+}
+
+func baseInput() PolicyInput {
+	return PolicyInput{Home: "/home/u", Dir: "/home/u/project", RuntimeDir: "/run/user/1000", Mode: landlock.Require,
+		Profile: profile.Profile{Name: "opencode", RW: []profile.Rule{{Path: "/home/u/.config/opencode", Source: "profile opencode (builtin)", Create: true}}}}
+}
+
+func TestBuildPolicyDefaults(t *testing.T) {
+	p, err := BuildPolicy(baseInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"/home/u/project", "/tmp", "/var/tmp", "/dev/shm", "/run/user/1000", "/home/u/.config/opencode"} {
+		if !has(p.Write, w) {
+			t.Errorf("write %v lacks %s", paths(p.Write), w)
+		}
+	}
+	for _, h := range []string{"/home/u/.ssh", "/home/u/.gnupg", "/home/u/.aws", "/home/u/.netrc", "/run/docker.sock", "/var/run/docker.sock"} {
+		if !has(p.Hide, h) {
+			t.Errorf("hide %v lacks %s", paths(p.Hide), h)
+		}
+	}
+	if has(p.Write, "/home/u") {
+		t.Errorf("write grants the home directory: %v", paths(p.Write))
+	}
+	if !has(p.Create, "/home/u/.config/opencode") {
+		t.Errorf("create %v lacks the profile's directory", paths(p.Create))
+	}
+	if len(p.Landlock.Write) != len(p.Write) || !p.Landlock.Scopes || p.Landlock.Mode != landlock.Require {
+		t.Errorf("landlock policy %+v does not match", p.Landlock)
+	}
+}
+
+func TestBuildPolicyRefusesBroadWorkingDirs(t *testing.T) {
+	for _, dir := range []string{"/", "/home", "/home/u"} {
+		in := baseInput()
+		in.Dir = dir
+		_, err := BuildPolicy(in)
+		var pe *PolicyError
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "--rw "+dir) {
+			t.Errorf("BuildPolicy(dir %s) = %v, want a PolicyError suggesting --rw %s", dir, err, dir)
+		}
+		in.RW = []string{dir}
+		if p, err := BuildPolicy(in); err != nil || !has(p.Write, dir) {
+			t.Errorf("BuildPolicy(dir %s, --rw %s) = %v, %v; want it granted", dir, dir, paths(p.Write), err)
+		}
+	}
+	// /home/us is not an ancestor of /home/u: separator boundary.
+	in := baseInput()
+	in.Home, in.Dir = "/home/u", "/home/us"
+	if _, err := BuildPolicy(in); err != nil {
+		t.Errorf("BuildPolicy(/home/us with home /home/u) = %v, want nil", err)
+	}
+}
+
+func TestBuildPolicyFlags(t *testing.T) {
+	in := baseInput()
+	in.RW = []string{"~/data"}
+	in.RO = []string{"/home/u/project/.git/hooks"}
+	in.Hide = []string{"~/secret"}
+	in.Show = []string{"~/.aws"}
+	p, err := BuildPolicy(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !has(p.Write, "/home/u/data") || !has(p.ReadOnly, "/home/u/project/.git/hooks") || !has(p.Hide, "/home/u/secret") || has(p.Hide, "/home/u/.aws") {
+		t.Errorf("flags not applied: write %v ro %v hide %v", paths(p.Write), paths(p.ReadOnly), paths(p.Hide))
+	}
+	for _, bad := range [][]string{{"relative"}, {"./x"}} {
+		in := baseInput()
+		in.RW = bad
+		if _, err := BuildPolicy(in); err == nil {
+			t.Errorf("BuildPolicy(--rw %q) = nil error", bad)
+		}
+	}
+}
+
+func TestExplain(t *testing.T) {
+	in := baseInput()
+	in.RO = []string{"/home/u/project/.git/hooks"}
+	p, _ := BuildPolicy(in)
+	for _, tc := range []struct {
+		path                 string
+		visible, read, write bool
+		rule                 string
+	}{
+		{"/home/u/project/main.go", true, true, true, "working directory"},
+		{"/home/u/project/.git/hooks/pre-commit", true, true, false, "read-only mount"},
+		{"/home/u/.ssh/id_ed25519", false, false, false, "hidden"},
+		{"/home/u/.ssh", true, false, false, "hidden"},
+		{"/home/u/.bashrc", true, true, false, "no write rule"},
+		{"/etc/passwd", true, true, false, "no write rule"},
+		{"/tmp/x", true, true, true, "session"},
+		{"/dev/null", true, true, true, "default device"},
+		{"/home/u/projectx", true, true, false, "no write rule"},
+	} {
+		v := p.Explain(tc.path)
+		if v.Visible != tc.visible || v.Read != tc.read || v.Write != tc.write || !strings.Contains(v.Rule, tc.rule) {
+			t.Errorf("Explain(%s) = %+v, want visible %v read %v write %v rule ~%q", tc.path, v, tc.visible, tc.read, tc.write, tc.rule)
+		}
+	}
+}
+
+func TestGitCommonDir(t *testing.T) {
+	root := t.TempDir()
+	repo := filepath.Join(root, "repo")
+	os.MkdirAll(filepath.Join(repo, ".git", "worktrees", "wt"), 0o755)
+	os.MkdirAll(filepath.Join(repo, "sub", "dir"), 0o755)
+	wt := filepath.Join(root, "wt")
+	os.MkdirAll(wt, 0o755)
+	os.WriteFile(filepath.Join(wt, ".git"), []byte("gitdir: "+filepath.Join(repo, ".git", "worktrees", "wt")+"\n"), 0o644)
+	os.WriteFile(filepath.Join(repo, ".git", "worktrees", "wt", "commondir"), []byte("../..\n"), 0o644)
+	plain := filepath.Join(root, "plain")
+	os.MkdirAll(plain, 0o755)
+	for dir, want := range map[string]string{
+		repo:                              filepath.Join(repo, ".git"),
+		filepath.Join(repo, "sub", "dir"): filepath.Join(repo, ".git"),
+		wt:                                filepath.Join(repo, ".git"),
+	} {
+		if got := GitCommonDir(dir); got != want {
+			t.Errorf("GitCommonDir(%s) = %q, want %q", dir, got, want)
+		}
+	}
+	if got := GitCommonDir(plain); got != "" && !strings.HasPrefix(root, filepath.Dir(got)) {
+		t.Errorf("GitCommonDir(%s) = %q, want none", plain, got)
+	}
+}

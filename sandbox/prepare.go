@@ -1,0 +1,151 @@
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentbox/agentbox/env"
+	"github.com/agentbox/agentbox/internal/profile"
+	"github.com/agentbox/agentbox/internal/rootdir"
+	"github.com/agentbox/agentbox/landlock"
+)
+
+// Prepare resolves the profile and the user's config and computes the
+// effective policy for cfg, without changing anything.
+func Prepare(cfg Config) (Policy, error) {
+	home, _ := env.Lookup(cfg.Env, "HOME")
+	if !rootdir.HomeUsable(home, os.Getuid()) {
+		home = ""
+	}
+	xdgConfig, _ := env.Lookup(cfg.Env, "XDG_CONFIG_HOME")
+	pe := profile.Env{Home: home, ConfigDir: profile.DefaultConfigDir(home, xdgConfig)}
+	conf, err := profile.LoadConfig(pe)
+	if err != nil {
+		return Policy{}, err
+	}
+	flag := cfg.Profile
+	if flag == "" {
+		flag = conf.Profile
+	}
+	argv0 := ""
+	if len(cfg.Argv) > 0 {
+		argv0 = cfg.Argv[0]
+	}
+	prof, err := profile.Resolve(pe, flag, argv0)
+	if err != nil {
+		return Policy{}, err
+	}
+	mode := landlock.Mode(cfg.Landlock)
+	if mode == "" && conf.Landlock != "" {
+		if mode, err = landlock.ParseMode(conf.Landlock); err != nil {
+			return Policy{}, fmt.Errorf("%s: landlock: %w", conf.Path, err)
+		}
+	}
+	if mode == "" {
+		mode = landlock.Require
+	}
+	dir := cfg.Dir
+	if dir == "" {
+		if dir, err = os.Getwd(); err != nil {
+			return Policy{}, err
+		}
+	}
+	hostRun, _ := env.Lookup(cfg.Env, "XDG_RUNTIME_DIR")
+	return BuildPolicy(PolicyInput{
+		Home: home, Dir: dir, GitDir: GitCommonDir(dir), RuntimeDir: runtimeDirInside(os.Getuid()),
+		HostRuntimeDir: hostRun, Profile: prof, Config: conf,
+		RW: cfg.RW, RO: cfg.RO, Hide: cfg.Hide, Show: cfg.Show, Mode: mode,
+	})
+}
+
+// runtimeDirInside mirrors mounts.Config.RuntimeDir for this host.
+func runtimeDirInside(uid int) string {
+	if isDir("/run/user") {
+		return fmt.Sprintf("/run/user/%d", uid)
+	}
+	return fmt.Sprintf("/tmp/.agentbox-run-%d", uid)
+}
+
+// GitCommonDir returns the git common directory of the repository dir is
+// in ("" when none): the ".git" directory of the enclosing repository, or,
+// for a linked worktree (".git" is a file "gitdir: ..."), the directory its
+// "commondir" names. It reads files only; it never runs git.
+func GitCommonDir(dir string) string {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		dotgit := filepath.Join(d, ".git")
+		fi, err := os.Stat(dotgit)
+		if err == nil && fi.IsDir() {
+			return dotgit
+		}
+		if err == nil && fi.Mode().IsRegular() {
+			gitdir, err := readGitdirFile(dotgit)
+			if err != nil {
+				return ""
+			}
+			if !filepath.IsAbs(gitdir) {
+				gitdir = filepath.Join(d, gitdir)
+			}
+			b, err := os.ReadFile(filepath.Join(gitdir, "commondir"))
+			if err != nil {
+				return filepath.Clean(gitdir)
+			}
+			common := strings.TrimSpace(string(b))
+			if !filepath.IsAbs(common) {
+				common = filepath.Join(gitdir, common)
+			}
+			return filepath.Clean(common)
+		}
+		if d == "/" {
+			return ""
+		}
+	}
+}
+
+func readGitdirFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(f).ReadString('\n')
+	if err != nil && line == "" {
+		return "", err
+	}
+	gitdir, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir: ")
+	if !ok {
+		return "", errors.New("not a gitdir file")
+	}
+	return gitdir, nil
+}
+
+// createGranted makes the directories (0700) and files (0600, empty) a
+// profile grants that do not exist yet, so that the agent can use them as
+// it would outside. Existing paths are left as they are.
+func createGranted(p Policy) error {
+	for _, e := range p.Create {
+		if _, err := os.Lstat(e.Path); err == nil || !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		parent := e.Path
+		if e.File {
+			parent = filepath.Dir(e.Path)
+		}
+		if err := os.MkdirAll(parent, 0o700); err != nil {
+			return fmt.Errorf("creating %s for %s: %w", parent, e.Source, err)
+		}
+		if e.File {
+			f, err := os.OpenFile(e.Path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+			if err != nil && !errors.Is(err, os.ErrExist) {
+				return fmt.Errorf("creating %s for %s: %w", e.Path, e.Source, err)
+			}
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+	return nil
+}

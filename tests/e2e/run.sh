@@ -1,0 +1,437 @@
+#!/usr/bin/env bash
+# End-to-end test: the real agent CLIs (opencode, codex, claude, gemini), installed from npm, run
+# under agentbox as a fresh non-root user, with a control run of every command without agentbox.
+# See README.md beside this file. Run as root.
+set -euo pipefail
+export LC_ALL=C # sort/comm/grep of the root side; the agents get their own environment
+
+# ---------------------------------------------------------------------------------------------
+# Pinned versions. All four run on node 20: claude-code's package.json says engines node>=22,
+# but since 2.x its bin is a native executable (copied in by its postinstall) and node only runs
+# that postinstall, which works on node 20, so the newest release is pinned anyway.
+OPENCODE_VERSION=1.18.33        # npm: opencode-ai (native binary from opencode-linux-x64)
+CODEX_VERSION=0.171.0           # npm: @openai/codex (native binary from @openai/codex-linux-x64)
+CLAUDE_VERSION=2.1.332          # npm: @anthropic-ai/claude-code (native, @anthropic-ai/claude-code-linux-x64)
+GEMINI_VERSION=0.61.0           # npm: @google/gemini-cli (node script, engines node>=20)
+
+PREFIX=${AGENTBOX_E2E_PREFIX:-/opt/agentbox-e2e}
+E2E_USER=${AGENTBOX_E2E_USER:-abe2e}
+TIMEOUT=${AGENTBOX_E2E_TIMEOUT:-60}
+ALLOW_CONTROL_FAIL=${AGENTBOX_E2E_ALLOW_CONTROL_FAIL:-0}
+TRACE=${AGENTBOX_E2E_TRACE:-auto}      # auto|1|0: strace pass that lists every write syscall
+KEEP_USER=${AGENTBOX_E2E_KEEP_USER:-0} # 1: leave the user and its home behind for inspection
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$SCRIPT_DIR/../.." && pwd)
+LOG=${AGENTBOX_E2E_LOGDIR:-$(mktemp -d "${TMPDIR:-/tmp}/agentbox-e2e.XXXXXX")}
+
+# Write locations a strict (Landlock) policy is planned to allow, relative to HOME. Used only to
+# label the paths each agent wrote; the project dir and agentbox's own session root always count.
+COMMON_ALLOWED=(.cache .npm)
+declare -A PROFILE_ALLOWED=(
+  [opencode]=".config/opencode"
+  [codex]=".codex"
+  [claude]=".claude .claude.json"
+  [gemini]=".gemini"
+)
+
+# Environment of every agent run: minimal, plus the switches that turn off update checks and
+# telemetry (there is no network). Names found in each CLI's docs / binary:
+#   claude:   DISABLE_AUTOUPDATER, DISABLE_TELEMETRY, DISABLE_ERROR_REPORTING,
+#             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC (also skips feature flags, doctor's API probe)
+#   opencode: OPENCODE_DISABLE_AUTOUPDATE, OPENCODE_DISABLE_MODELS_FETCH, OPENCODE_DISABLE_LSP_DOWNLOAD
+#   gemini:   GEMINI_TELEMETRY_ENABLED=false (auto-update is only a settings.json switch)
+#   codex:    none (update check is config.toml check_for_update_on_startup; not hit by these commands)
+#   npm/node: NO_UPDATE_NOTIFIER, NPM_CONFIG_UPDATE_NOTIFIER=false, DO_NOT_TRACK
+AGENT_ENV=(
+  LANG=C.UTF-8
+  DISABLE_AUTOUPDATER=1
+  DISABLE_TELEMETRY=1
+  DISABLE_ERROR_REPORTING=1
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1
+  OPENCODE_DISABLE_AUTOUPDATE=1
+  OPENCODE_DISABLE_MODELS_FETCH=1
+  OPENCODE_DISABLE_LSP_DOWNLOAD=1
+  GEMINI_TELEMETRY_ENABLED=false
+  NO_UPDATE_NOTIFIER=1
+  NPM_CONFIG_UPDATE_NOTIFIER=false
+  DO_NOT_TRACK=1
+)
+
+# stderr lines matching this make a check fail.
+PERM_RE='EACCES|EPERM|Permission denied|permission denied|Read-only file system|EROFS'
+
+# ---------------------------------------------------------------------------------------------
+# The checks: agent, expected exit codes (regex), regex the combined output must match, xfail
+# ("xfail" = known to fail under agentbox; reported, not counted), then the command.
+CK_AGENT=(); CK_RC=(); CK_OUT=(); CK_XFAIL=(); CK_CMD=()
+check() {
+  CK_AGENT+=("$1"); CK_RC+=("$2"); CK_OUT+=("$3"); CK_XFAIL+=("$4"); shift 4
+  CK_CMD+=("$*")
+}
+#      agent    rc     output regex                                   xfail  command
+check opencode '0'    '^[0-9]+\.[0-9]+\.[0-9]+'                       ''     opencode --version
+check opencode '0'    'config +/.*/\.config/opencode'                 ''     opencode debug paths
+check opencode '0'    '"\$schema"'                                    ''     opencode debug config
+check codex    '0'    '^codex-cli [0-9]+\.[0-9]+\.[0-9]+'             ''     codex --version
+check codex    '0|1'  'Not logged in|Logged in'                       ''     codex login status
+check codex    '0'    '"type"'                                        ''     codex debug prompt-input hello
+check codex    '0'    ''                                              xfail  codex sandbox -- true
+check claude   '0'    '^[0-9]+\.[0-9]+\.[0-9]+ \(Claude Code\)'       ''     claude --version
+check claude   '0'    'Usage: claude'                                 ''     claude --help
+check claude   '0|1'  '"loggedIn"'                                    ''     claude auth status
+check claude   '0'    'MCP servers'                                   ''     claude mcp list
+check claude   '0'    'Claude Code doctor'                            ''     claude doctor
+check gemini   '0'    '^[0-9]+\.[0-9]+\.[0-9]+'                       ''     gemini --version
+check gemini   '0'    'Usage: gemini'                                 ''     gemini --help
+check gemini   '0'    'MCP servers'                                   ''     gemini mcp list
+check gemini   '0'    'skills'                                        ''     gemini skills list
+
+# ---------------------------------------------------------------------------------------------
+say() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'agentbox-e2e: %s\n' "$*" >&2; exit 2; }
+
+[[ $(id -u) == 0 ]] || die "run as root (it creates the user $E2E_USER)"
+case $PREFIX in /tmp|/tmp/*|/var/tmp|/var/tmp/*) die "AGENTBOX_E2E_PREFIX must be outside /tmp and /var/tmp (agentbox hides them)";; esac
+for t in npm node setpriv useradd userdel timeout git find; do
+  command -v "$t" >/dev/null || die "missing tool: $t"
+done
+if [[ $TRACE == auto ]]; then
+  if command -v strace >/dev/null; then TRACE=1; else TRACE=0; fi
+fi
+[[ $TRACE == 0 ]] || command -v strace >/dev/null || die "AGENTBOX_E2E_TRACE=1 needs strace"
+mkdir -p "$LOG"
+T_START=$(date +%s)
+
+# ---------------------------------------------------------------------------------------------
+# 1. Install the agents (cached: skipped when the stamp matches and every binary runs).
+PKGS=(
+  "opencode-ai@$OPENCODE_VERSION"
+  "@openai/codex@$CODEX_VERSION"
+  "@anthropic-ai/claude-code@$CLAUDE_VERSION"
+  "@google/gemini-cli@$GEMINI_VERSION"
+)
+BIN=$PREFIX/node_modules/.bin
+STAMP=$PREFIX/.agentbox-e2e-installed
+declare -A WANT_VERSION=([opencode]=$OPENCODE_VERSION [codex]=$CODEX_VERSION [claude]=$CLAUDE_VERSION [gemini]=$GEMINI_VERSION)
+# package dir and postinstall command of the packages whose bin is a native binary put in place by
+# their postinstall (a fallback for npm versions or configs that skip install scripts).
+declare -A POSTINSTALL=(
+  [opencode]="opencode-ai|node ./postinstall.mjs"
+  [claude]="@anthropic-ai/claude-code|node install.cjs"
+)
+
+bins_ok() {
+  local a v
+  for a in opencode codex claude gemini; do
+    [[ -x $BIN/$a ]] || return 1
+    v=$(cd / && timeout 60 "$BIN/$a" --version </dev/null 2>/dev/null | head -n1) || return 1
+    [[ $v == *"${WANT_VERSION[$a]}"* ]] || return 1
+  done
+}
+
+if [[ -f $STAMP && $(cat "$STAMP") == "${PKGS[*]}" ]] && bins_ok; then
+  say "agents already installed in $PREFIX (${PKGS[*]})"
+else
+  say "installing ${PKGS[*]} into $PREFIX"
+  mkdir -p "$PREFIX"
+  rm -f "$STAMP"
+  # --engine-strict=false: claude-code declares node>=22 but runs on 20 (see the pins above).
+  ( cd "$PREFIX" && npm install --prefix "$PREFIX" --no-audit --no-fund --save-exact \
+      --include=optional --engine-strict=false "${PKGS[@]}" ) >"$LOG/npm-install.log" 2>&1 \
+    || { tail -n 40 "$LOG/npm-install.log" >&2; die "npm install failed (log: $LOG/npm-install.log)"; }
+  for a in opencode claude; do
+    if ! (cd / && timeout 60 "$BIN/$a" --version </dev/null >/dev/null 2>&1); then
+      IFS='|' read -r pkg cmd <<<"${POSTINSTALL[$a]}"
+      say "$a does not run; running $pkg's postinstall ($cmd) by hand"
+      (cd "$PREFIX/node_modules/$pkg" && $cmd) >>"$LOG/npm-install.log" 2>&1 || true
+    fi
+  done
+  [[ -x $PREFIX/node_modules/opencode-linux-x64/bin/opencode ]] \
+    || die "opencode's native package opencode-linux-x64 did not install (log: $LOG/npm-install.log)"
+  bins_ok || die "an agent binary does not run or has the wrong version (log: $LOG/npm-install.log)"
+  printf '%s\n' "${PKGS[*]}" >"$STAMP"
+fi
+chmod -R a+rX "$PREFIX"
+
+# ---------------------------------------------------------------------------------------------
+# 2. agentbox: built from this checkout, or AGENTBOX_BIN; copied where the test user can run it.
+ABDIR=$PREFIX/agentbox-bin
+mkdir -p "$ABDIR"
+AB=$ABDIR/agentbox
+if [[ -n ${AGENTBOX_BIN:-} ]]; then
+  [[ -x $AGENTBOX_BIN ]] || die "AGENTBOX_BIN=$AGENTBOX_BIN is not executable"
+  say "using AGENTBOX_BIN=$AGENTBOX_BIN"
+  install -m 0755 "$AGENTBOX_BIN" "$AB.new"
+else
+  say "building agentbox from $REPO"
+  (cd "$REPO" && CGO_ENABLED=0 go build -o "$AB.new" .) || die "go build failed"
+  chmod 0755 "$AB.new"
+fi
+mv -f "$AB.new" "$AB"
+chmod a+rx "$ABDIR"
+
+# ---------------------------------------------------------------------------------------------
+# 3. The test user: deleted and recreated with a fresh home before each pass.
+E2E_HOME=/home/$E2E_USER
+PROJECT=$E2E_HOME/project
+USER_PATH=$BIN:/usr/local/bin:/usr/bin:/bin
+user_env() {
+  printf '%s\n' HOME="$E2E_HOME" USER="$E2E_USER" LOGNAME="$E2E_USER" PATH="$USER_PATH" "${AGENT_ENV[@]}"
+}
+mapfile -t UENV < <(user_env)
+
+as_user() { # run "$@" as the test user, in the project dir, with the minimal environment
+  setpriv --reuid "$E2E_USER" --regid "$E2E_USER" --init-groups \
+    env -i "${UENV[@]}" env -C "$PROJECT" "$@"
+}
+
+user_leftovers() { # processes of the test user still alive: report them and end them (ours)
+  local pids
+  pids=$(pgrep -u "$E2E_USER" 2>/dev/null | paste -sd' ' || true)
+  [[ -z $pids ]] && return 0
+  say "processes of $E2E_USER still running after the pass: $pids"
+  ps -o pid,etime,args -p "${pids// /,}" >&2 || true
+  # shellcheck disable=SC2086
+  kill -TERM $pids 2>/dev/null || true; sleep 1
+  # shellcheck disable=SC2086
+  kill -KILL $pids 2>/dev/null || true
+  LEFTOVER_PROCS+=("$1: $pids")
+}
+LEFTOVER_PROCS=()
+
+clean_host_tmp() { # files the test user left in the host's /tmp, /var/tmp, /dev/shm
+  if id "$E2E_USER" >/dev/null 2>&1; then
+    find /tmp /var/tmp /dev/shm -xdev -user "$E2E_USER" -delete 2>/dev/null || true
+  fi
+}
+
+fresh_user() {
+  if id "$E2E_USER" >/dev/null 2>&1; then
+    user_leftovers cleanup
+    clean_host_tmp
+    userdel -r "$E2E_USER" >/dev/null 2>&1 || true # exit 12: no mail spool
+    id "$E2E_USER" >/dev/null 2>&1 && die "could not delete user $E2E_USER"
+  fi
+  rm -rf "$E2E_HOME"
+  useradd -m -s /bin/bash "$E2E_USER"
+  setpriv --reuid "$E2E_USER" --regid "$E2E_USER" --init-groups env -i "${UENV[@]}" \
+    sh -c 'mkdir "$HOME/project" && cd "$HOME/project" && git init -q' \
+    || die "cannot create $PROJECT as $E2E_USER"
+  for a in opencode codex claude gemini; do
+    as_user sh -c "test -x '$BIN/$a' && test -r '$BIN/$a'" || die "$E2E_USER cannot run $BIN/$a"
+  done
+  as_user test -x "$AB" || die "$E2E_USER cannot run $AB"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Recording what a command wrote: a listing of HOME before, and after it the entries that are new
+# (NEW), changed (MOD, mtime or ctime newer than a marker) or gone (DEL), plus entries of the test
+# user in the host's /tmp, /var/tmp and /dev/shm (HOSTTMP).
+# find's status is ignored throughout: other users' files in /tmp come and go while it walks.
+snapshot() { { find "$E2E_HOME" -xdev -not -path "$PROJECT/.git/*" -printf '%p\n' 2>/dev/null || true; } | sort; }
+
+classify() { # $1 agent, $2 path relative to HOME (no leading ./) -> label
+  local a=$1 p=$2 q
+  case $p in
+    project|project/*) echo project; return;;
+    .local/state/agentbox|.local/state/agentbox/*) echo agentbox-session; return;;
+    HOSTTMP:*) echo host-tmp; return;;
+  esac
+  for q in "${COMMON_ALLOWED[@]}" ${PROFILE_ALLOWED[$a]}; do
+    [[ $p == "$q" || $p == "$q"/* ]] && { echo allowed; return; }
+  done
+  for q in "${COMMON_ALLOWED[@]}" ${PROFILE_ALLOWED[$a]} .local/state/agentbox; do
+    [[ $p == . || $q == "$p"/* ]] && { echo parent-dir; return; }
+  done
+  echo OUTSIDE
+}
+
+record_writes() { # $1 pass, $2 agent, $3 command, $4 marker, $5 before-list -> appends to writes TSV
+  local pass=$1 agent=$2 cmd=$3 marker=$4 before=$5 after tag p rel
+  after=$(mktemp "$LOG/after.XXXXXX")
+  snapshot >"$after"
+  {
+    { find "$E2E_HOME" -xdev \( -newer "$marker" -o -cnewer "$marker" \) -not -path "$PROJECT/.git/*" -printf '%p\t%y\n' 2>/dev/null || true; } |
+      while IFS=$'\t' read -r p ty; do
+        if grep -qxF -- "$p" "$before"; then tag=MOD; else tag=NEW; fi
+        printf '%s\t%s\t%s\n' "$tag" "$ty" "$p"
+      done
+    comm -23 "$before" "$after" | sed 's/^/DEL\t?\t/'
+    find /tmp /var/tmp /dev/shm -xdev -user "$E2E_USER" \( -newer "$marker" -o -cnewer "$marker" \) -printf 'NEW\t%y\tHOSTTMP:%p\n' 2>/dev/null || true
+  } | sort -u -k3 | while IFS=$'\t' read -r tag ty p; do
+    rel=${p#"$E2E_HOME"}; rel=${rel#/}; [[ -z $rel ]] && rel=.
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$pass" "$agent" "$cmd" "$tag" "$ty" "$rel" "$(classify "$agent" "$rel")"
+  done >>"$LOG/writes.tsv"
+  rm -f "$after"
+}
+
+# ---------------------------------------------------------------------------------------------
+# 4. The passes.
+declare -A RES=() DETAIL=() DUR=() VERSION=()
+
+run_pass() { # $1: control | agentbox | trace
+  local pass=$1 i n=${#CK_CMD[@]} agent cmd out err rc t0 t1 res why marker before hits leak
+  fresh_user
+  say "pass: $pass (fresh home $E2E_HOME)"
+  for ((i = 0; i < n; i++)); do
+    agent=${CK_AGENT[i]} cmd=${CK_CMD[i]}
+    read -r -a argv <<<"$cmd"
+    out=$LOG/$pass.$i.out err=$LOG/$pass.$i.err marker=$LOG/$pass.$i.marker
+    before=$(mktemp "$LOG/before.XXXXXX"); snapshot >"$before"
+    touch "$marker"; sleep 0.05
+    t0=$(date +%s.%N); rc=0
+    case $pass in
+      control)  as_user timeout -k 5 "$TIMEOUT" "${argv[@]}" </dev/null >"$out" 2>"$err" || rc=$? ;;
+      agentbox) as_user timeout -k 5 "$TIMEOUT" "$AB" -- "${argv[@]}" </dev/null >"$out" 2>"$err" || rc=$? ;;
+      trace)
+        env -i "${UENV[@]}" timeout -k 5 "$TIMEOUT" strace -f -qq -u "$E2E_USER" -o "$LOG/trace.$i.strace" \
+          -e trace=open,openat,openat2,creat,rename,renameat,renameat2,mkdir,mkdirat,unlink,unlinkat,rmdir,link,linkat,symlink,symlinkat,truncate,mknod,mknodat,chmod,fchmodat,utimensat \
+          env -C "$PROJECT" "${argv[@]}" </dev/null >"$out" 2>"$err" || rc=$? ;;
+    esac
+    t1=$(date +%s.%N)
+    DUR[$pass.$i]=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')
+    record_writes "$pass" "$agent" "$cmd" "$marker" "$before"
+    rm -f "$before"
+
+    res=PASS why=
+    if ((rc == 124 || rc == 137)); then
+      res=FAIL why="timed out after ${TIMEOUT}s"
+    elif ! [[ $rc =~ ^(${CK_RC[i]})$ ]]; then
+      res=FAIL why="exit $rc, want ${CK_RC[i]}"
+    elif [[ -n ${CK_OUT[i]} ]] && ! grep -Eq -- "${CK_OUT[i]}" "$out" "$err"; then
+      res=FAIL why="output does not match /${CK_OUT[i]}/"
+    fi
+    if [[ $pass != trace ]]; then
+      hits=$(grep -En -- "$PERM_RE" "$err" || true)
+      if [[ -n $hits ]]; then
+        res=FAIL why="${why:+$why; }permission errors on stderr"
+        DETAIL[$pass.$i.perm]=$hits
+      fi
+    fi
+    if [[ $pass == agentbox ]]; then
+      leak=$({ find /tmp /var/tmp /dev/shm -xdev -user "$E2E_USER" -printf '%p\n' 2>/dev/null || true; } | head -n 20)
+      if [[ -n $leak ]]; then
+        res=FAIL why="${why:+$why; }wrote to the host's /tmp, /var/tmp or /dev/shm"
+        DETAIL[$pass.$i.leak]=$leak
+      fi
+    fi
+    if [[ $pass == agentbox && ${CK_XFAIL[i]} == xfail ]]; then
+      if [[ $res == FAIL ]]; then res=XFAIL; else res=XPASS; fi
+    fi
+    RES[$pass.$i]=$res DETAIL[$pass.$i]=$why
+    if [[ ${argv[1]:-} == --version && $rc == 0 ]]; then
+      VERSION[$agent]=$(grep -Eo '[0-9]+\.[0-9]+\.[0-9]+' "$out" | head -n1 || true)
+    fi
+    printf '  %-8s %-6s %4ss  rc=%-3s %s%s\n' "$pass" "$res" "${DUR[$pass.$i]}" "$rc" "$cmd" "${why:+  ($why)}" >&2
+    if [[ $res == FAIL || $res == XFAIL ]]; then
+      [[ -s $err ]] && sed -n '1,15p' "$err" | sed 's/^/      stderr| /' >&2
+    fi
+  done
+  if [[ $pass == agentbox ]]; then
+    local stale
+    stale=$(find "$E2E_HOME/.local/state/agentbox" -mindepth 1 -maxdepth 1 2>/dev/null | head || true)
+    [[ -z $stale ]] || SESSION_LEFTOVERS=$stale
+  fi
+  user_leftovers "$pass"
+  clean_host_tmp
+}
+SESSION_LEFTOVERS=
+
+run_pass control
+run_pass agentbox
+if [[ $TRACE == 1 ]]; then run_pass trace; fi
+
+if [[ $TRACE == 1 ]]; then
+  # Every successful (or permission-denied) write-like syscall on a path under HOME or the host tmp
+  # dirs, per agent: op and path, with pids and fds dropped.
+  : >"$LOG/trace-writes.txt"
+  for ((i = 0; i < ${#CK_CMD[@]}; i++)); do
+    f=$LOG/trace.$i.strace
+    [[ -f $f ]] || continue
+    {
+      printf '## %s: %s\n' "${CK_AGENT[i]}" "${CK_CMD[i]}"
+      sed -E 's/^[0-9]+ +//; s/<unfinished \.\.\.>//' "$f" |
+        grep -E "\"($E2E_HOME|/tmp|/var/tmp|/dev/shm)" |
+        grep -Ev '= -1 E(NOENT|EXIST|NOTDIR|NOTEMPTY)' |
+        grep -E 'O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|^(creat|rename|renameat2?|mkdir|mkdirat|unlink|unlinkat|rmdir|link|linkat|symlink|symlinkat|truncate|mknod|mknodat|chmod|fchmodat|utimensat)\(' |
+        sed -E 's/^(openat2?|open)\(AT_FDCWD, /open(/; s/\) += .*$/)/; s/, 0[0-7]+\)$/)/' |
+        sed -E 's/\.[0-9]+\.[0-9a-f]{8,}/.<PID>.<RAND>/g; s/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9_:.Z-]+/<TIME>/g' |
+        sort | uniq -c | sort -rn || true
+    } >>"$LOG/trace-writes.txt"
+  done
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 5. Report.
+T_END=$(date +%s)
+fails=0 control_fails=0
+echo
+echo "agentbox e2e: $(date -u +%FT%TZ), agentbox $("$AB" --version 2>/dev/null | head -n1), user $E2E_USER, logs $LOG"
+printf '%-9s %-10s %-34s %-13s %-10s %s\n' AGENT VERSION COMMAND CONTROL AGENTBOX RESULT
+for ((i = 0; i < ${#CK_CMD[@]}; i++)); do
+  agent=${CK_AGENT[i]} c=${RES[control.$i]} b=${RES[agentbox.$i]}
+  if [[ $c != PASS ]]; then
+    result="control failed"; control_fails=$((control_fails + 1))
+    [[ $b == FAIL ]] && result="control failed (agentbox also failed)"
+  else
+    case $b in
+      PASS)  result=ok ;;
+      XFAIL) result="known agentbox failure (xfail)" ;;
+      XPASS) result="xfail now passes: drop the xfail mark" ;;
+      *)     result="AGENTBOX FAILURE: ${DETAIL[agentbox.$i]}"; fails=$((fails + 1)) ;;
+    esac
+  fi
+  printf '%-9s %-10s %-34s %-13s %-10s %s\n' "$agent" "${VERSION[$agent]:-?}" "${CK_CMD[i]:0:34}" \
+    "$c ${DUR[control.$i]}s" "$b ${DUR[agentbox.$i]}s" "$result"
+done
+
+for k in "${!DETAIL[@]}"; do
+  case $k in
+    *.perm) printf '\n%s: %s: permission errors on stderr:\n%s\n' "${k%%.*}" "${CK_CMD[$(cut -d. -f2 <<<"$k")]}" "${DETAIL[$k]}" ;;
+    *.leak) printf '\n%s: %s: files in the host tmp dirs:\n%s\n' "${k%%.*}" "${CK_CMD[$(cut -d. -f2 <<<"$k")]}" "${DETAIL[$k]}" ;;
+  esac
+done
+if [[ -n $SESSION_LEFTOVERS ]]; then
+  printf '\nsession directories left under %s/.local/state/agentbox:\n%s\n' "$E2E_HOME" "$SESSION_LEFTOVERS"
+  fails=$((fails + 1))
+fi
+if ((${#LEFTOVER_PROCS[@]})); then
+  printf '\nprocesses left running (ended by this script): %s\n' "${LEFTOVER_PROCS[*]}"
+fi
+
+# What each agent wrote, collapsed to the directory that a profile would name: ~/.config/X,
+# ~/.cache/X, ~/.local/{share,state}/X, else the first two path components.
+collapse() {
+  awk -F/ '{ n = ($1 == ".local") ? 3 : 2; if ($1 ~ /^HOSTTMP:/) n = 3; out = $1
+             for (i = 2; i <= n && i <= NF; i++) out = out "/" $i; print out }'
+}
+echo
+echo "Paths written under HOME ($E2E_HOME) and the host tmp dirs, per agent and pass"
+echo "(label: allowed = planned profile/common, parent-dir = creating an allowed dir, OUTSIDE = not in the planned set):"
+for agent in opencode codex claude gemini; do
+  for pass in control agentbox trace; do
+    lines=$(awk -F'\t' -v p="$pass" -v a="$agent" '$1 == p && $2 == a && $4 != "DEL" { print $6 "\t" $7 }' "$LOG/writes.tsv" 2>/dev/null | sort -u || true)
+    [[ -z $lines ]] && continue
+    printf '  %s (%s):\n' "$agent" "$pass"
+    while IFS=$'\t' read -r rel label; do
+      printf '%s\t%s\n' "$(collapse <<<"$rel")" "$label"
+    done <<<"$lines" | sort -u | awk -F'\t' '{ printf "    %-12s ~/%s\n", $2, $1 }' | sed 's#~/HOSTTMP:#host #; s#~/\.$#~ (entries in HOME itself)#'
+  done
+done
+if [[ $TRACE == 1 ]]; then
+  echo "(full list: $LOG/writes.tsv; write syscalls of the trace pass: $LOG/trace-writes.txt)"
+else
+  echo "(full list: $LOG/writes.tsv)"
+fi
+
+echo
+echo "run time: $((T_END - T_START))s; agentbox failures: $fails; control failures: $control_fails"
+status=0
+((fails == 0)) || status=1
+if ((control_fails > 0)) && [[ $ALLOW_CONTROL_FAIL != 1 ]]; then status=1; fi
+if [[ $KEEP_USER != 1 ]]; then
+  clean_host_tmp
+  userdel -r "$E2E_USER" >/dev/null 2>&1 || true
+fi
+if ((status == 0)); then echo "e2e: PASS"; else echo "e2e: FAIL"; fi
+exit "$status"
