@@ -442,5 +442,11 @@ func printPolicy(w io.Writer, pol sandbox.Policy, asJSON bool) error {
 	section("read-only", pol.ReadOnly)
 	section("hidden", pol.Hide)
 	section("created before start when missing", pol.Create)
+	if len(pol.Notes) > 0 {
+		fmt.Fprintln(w, "notes:")
+		for _, n := range pol.Notes {
+			fmt.Fprintf(w, "  - %s\n", n)
+		}
+	}
 	return nil
 }

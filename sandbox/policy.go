@@ -29,6 +29,7 @@ type Policy struct {
 	Hide     []Entry         `json:"hide"`
 	Create   []Entry         `json:"create"`
 	Mode     landlock.Mode   `json:"landlock"`
+	Notes    []string        `json:"notes,omitempty"` // the profile's known limitations
 }
 
 // PolicyInput is everything the policy is computed from. BuildPolicy is
@@ -113,7 +114,7 @@ func profileEntries(rules []profile.Rule) []Entry {
 // working directory that is /, the home directory or one of its ancestors,
 // unless --rw names it: granting the whole home would void the policy.
 func BuildPolicy(in PolicyInput) (Policy, error) {
-	p := Policy{Profile: in.Profile.Name, Mode: in.Mode}
+	p := Policy{Profile: in.Profile.Name, Mode: in.Mode, Notes: in.Profile.Notes}
 	if in.Mode == "" {
 		p.Mode = landlock.Require
 	}
@@ -160,9 +161,12 @@ func BuildPolicy(in PolicyInput) (Policy, error) {
 	if in.RuntimeDir != "" {
 		p.Write = append(p.Write, Entry{Path: in.RuntimeDir, Source: "session (private runtime dir)"})
 	}
-	for _, e := range profileEntries(in.Profile.RW) {
-		p.Write = append(p.Write, e)
-		p.Create = append(p.Create, e)
+	for _, r := range in.Profile.RW {
+		e := profileEntries([]profile.Rule{r})
+		p.Write = append(p.Write, e...)
+		if r.Create {
+			p.Create = append(p.Create, e...)
+		}
 	}
 	p.Write = append(p.Write, profileEntries(in.Config.RW)...)
 	p.Write = append(p.Write, rw...)

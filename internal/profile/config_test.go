@@ -104,7 +104,7 @@ func TestLoadConfigErrors(t *testing.T) {
 	}
 	// A broken profile named by the config is reported at its own line.
 	bad := f.profile("mine", "rw = [1]\n")
-	if _, err := LoadConfig(f.env); err == nil || !strings.Contains(err.Error(), bad+":1:7: ") {
+	if _, err := LoadConfig(f.env); err == nil || !strings.HasPrefix(err.Error(), bad+":1:7: ") {
 		t.Errorf("LoadConfig(profile = broken) = %v, want %s:1:7", err, bad)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -32,7 +31,7 @@ func readTrusted(what, path string) ([]byte, error) {
 	uid, gid := os.Getuid(), os.Getgid()
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &fserr.PathError{What: what, Path: path, UID: uid, Err: &fs.PathError{Op: "open", Path: path, Err: err}}
+		return nil, &fserr.PathError{What: what, Path: path, UID: uid, Err: os.NewSyscallError("open", err)}
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()

@@ -140,6 +140,9 @@ func decodeError(file string, err error, s schema) error {
 		e := &strict.Errors[0]
 		line, col := e.Position()
 		key := e.Key()
+		if len(key) == 0 {
+			return &ParseError{file, line, col, strings.TrimPrefix(e.Error(), "toml: ")}
+		}
 		// The first part of the key that the schema does not know.
 		n := 1
 		for n < len(key) && s[strings.Join(key[:n], ".")] == wantTable {
@@ -201,16 +204,21 @@ func article(kind string) string {
 // decoder accepted, and refuses keys that are not spelled exactly as in s.
 func walk(file string, data []byte, s schema) (*index, error) {
 	x := &index{keys: map[string]pos{}, values: map[string][]pos{}}
-	at := func(r unstable.Range) pos {
-		line, col := 1, 1
-		for _, c := range data[:min(int(r.Offset), len(data))] {
-			if c == '\n' {
-				line, col = line+1, 1
-			} else {
-				col++
-			}
+	// lineStarts[i] is the offset of line i+1: positions in O(log n), as a
+	// 1 MiB file can hold a list of 100 000 paths.
+	lineStarts := []int{0}
+	for i, c := range data {
+		if c == '\n' {
+			lineStarts = append(lineStarts, i+1)
 		}
-		return pos{line, col}
+	}
+	at := func(r unstable.Range) pos {
+		off := min(int(r.Offset), len(data))
+		i, found := slices.BinarySearch(lineStarts, off)
+		if !found {
+			i--
+		}
+		return pos{i + 1, off - lineStarts[i] + 1} // columns count bytes, as go-toml's do
 	}
 	var p unstable.Parser
 	p.Reset(data)
@@ -379,14 +387,19 @@ func (c *converter) pathRules(pk pathKeys) (rw, ro, hide, show []Rule, err error
 		{ruleKind{key: "show"}, pk.Show, new([]placed)},
 	}
 	lists[1].dst, lists[2].dst = lists[0].dst, lists[0].dst
+	seen := map[*[]placed]map[string]int{} // list → path → index
 	for _, l := range lists {
 		rs, err := c.rules(l.k, l.paths)
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
+		if seen[l.dst] == nil {
+			seen[l.dst] = map[string]int{}
+		}
 		for _, r := range rs {
-			i := slices.IndexFunc(*l.dst, func(o placed) bool { return o.Path == r.Path })
-			if i < 0 {
+			i, ok := seen[l.dst][r.Path]
+			if !ok {
+				seen[l.dst][r.Path] = len(*l.dst)
 				*l.dst = append(*l.dst, r)
 				continue
 			}
@@ -401,7 +414,7 @@ func (c *converter) pathRules(pk pathKeys) (rw, ro, hide, show []Rule, err error
 	}
 	hidden, shown := *lists[4].dst, *lists[5].dst
 	for _, s := range shown {
-		if i := slices.IndexFunc(hidden, func(h placed) bool { return h.Path == s.Path }); i >= 0 {
+		if i, ok := seen[lists[4].dst][s.Path]; ok {
 			return nil, nil, nil, nil, c.errAt(s.at, "%sshow: %s is also in %shide (line %d): a path is either hidden or shown",
 				c.prefix, s.Path, c.prefix, hidden[i].at.line)
 		}

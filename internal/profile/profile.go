@@ -123,9 +123,11 @@ func LoadConfig(e Env) (Config, error) {
 		return Config{}, err
 	}
 	if cfg.Profile != "" {
-		l := newLoader(e)
-		if _, err := l.lookup(cfg.Profile); err != nil {
+		var missing *missingError
+		if _, err := newLoader(e).lookup(cfg.Profile); errors.As(err, &missing) {
 			return Config{}, &ParseError{path, at.line, at.col, fmt.Sprintf("defaults.profile: %v", err)}
+		} else if err != nil {
+			return Config{}, err // the profile's file is unreadable, unsafe or invalid: it says where
 		}
 	}
 	return cfg, nil
@@ -136,7 +138,8 @@ func LoadConfig(e Env) (Config, error) {
 // flag is --profile (or the config's profile): "" chooses by command, the
 // base name of argv[0] (see the package doc for the order); a value with a
 // "/" or ending in ".toml" is a file, read as given (an explicit choice, so
-// a relative path is relative to the working directory); anything else is a
+// a relative path is relative to the working directory; ~/ is the home
+// directory); anything else is a
 // NAME: e.ConfigDir/profiles/NAME.toml if it exists, else the built-in NAME;
 // builtin:NAME is always the built-in.
 //
@@ -155,13 +158,17 @@ func Resolve(e Env, flag, command string) (Profile, error) {
 	case flag == "":
 		leaf, err = l.byCommand(command)
 	case strings.Contains(flag, "/") || strings.HasSuffix(flag, ".toml"):
-		var abs string
-		if abs, err = filepath.Abs(flag); err == nil {
-			leaf, err = l.file(abs)
+		path := flag
+		if rest, ok := strings.CutPrefix(flag, "~/"); ok && l.home != "" {
+			path = filepath.Join(l.home, rest) // --profile=~/x.toml: the shell leaves ~ alone after =
+		}
+		if path, err = filepath.Abs(path); err == nil {
+			leaf, err = l.file(path)
 		}
 	default:
 		leaf, err = l.lookup(flag)
-		if err != nil {
+		var missing *missingError
+		if errors.As(err, &missing) {
 			err = fmt.Errorf("--profile %s: %w", flag, err)
 		}
 	}
@@ -401,44 +408,75 @@ func merge(chain []*Profile) (Profile, error) {
 			out.Description = p.Description
 		}
 	}
+	var rw, ro, hide, show ruleSet
 	for i := len(chain) - 1; i >= 0; i-- {
 		p := chain[i]
-		var err error
-		if out.RW, err = add(out.RW, p.RW); err != nil {
+		if err := rw.add(p.RW); err != nil {
 			return Profile{}, err
 		}
-		out.RO, _ = add(out.RO, p.RO)
-		out.Hide, _ = add(out.Hide, p.Hide)
-		out.Show = remove(out.Show, p.Hide)
-		out.Hide = remove(out.Hide, p.Show)
-		out.Show, _ = add(out.Show, p.Show)
+		ro.add(p.RO)
+		hide.add(p.Hide)
+		show.remove(p.Hide)
+		hide.remove(p.Show)
+		show.add(p.Show)
 		for _, n := range p.Notes {
 			if !slices.Contains(out.Notes, n) {
 				out.Notes = append(out.Notes, n)
 			}
 		}
 	}
+	out.RW, out.RO, out.Hide, out.Show = rw.list(), ro.list(), hide.list(), show.list()
 	return out, nil
 }
 
-// add appends the rules of more whose paths are not in rules yet, and
-// combines Create and File of those that are.
-func add(rules, more []Rule) ([]Rule, error) {
+// ruleSet is rules in order, at most one per path.
+type ruleSet struct {
+	rules []Rule
+	at    map[string]int // path → index in rules; -1 once removed
+}
+
+// add appends the rules whose paths are not in s yet, and combines Create
+// and File of those that are.
+func (s *ruleSet) add(more []Rule) error {
+	if s.at == nil {
+		s.at = map[string]int{}
+	}
 	for _, r := range more {
-		i := slices.IndexFunc(rules, func(o Rule) bool { return o.Path == r.Path })
-		if i < 0 {
-			rules = append(rules, r)
+		i, ok := s.at[r.Path]
+		if !ok || i < 0 {
+			s.at[r.Path] = len(s.rules)
+			s.rules = append(s.rules, r)
 			continue
 		}
-		o := &rules[i]
+		o := &s.rules[i]
 		if o.Create && r.Create && o.File != r.File {
-			return nil, fmt.Errorf("%s: created as a %s by %s and as a %s by %s; a path is created either as a directory or as a file",
+			return fmt.Errorf("%s: created as a %s by %s and as a %s by %s; a path is created either as a directory or as a file",
 				r.Path, kind(o.File), o.Source, kind(r.File), r.Source)
 		}
 		o.Create = o.Create || r.Create
 		o.File = o.File || r.File
 	}
-	return rules, nil
+	return nil
+}
+
+// remove drops the rules whose paths are in drop.
+func (s *ruleSet) remove(drop []Rule) {
+	for _, d := range drop {
+		if i, ok := s.at[d.Path]; ok && i >= 0 {
+			s.rules[i].Path = "" // compacted by list
+			s.at[d.Path] = -1
+		}
+	}
+}
+
+func (s *ruleSet) list() []Rule {
+	var out []Rule
+	for _, r := range s.rules {
+		if r.Path != "" {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func kind(file bool) string {

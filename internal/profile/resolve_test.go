@@ -123,6 +123,10 @@ func TestResolveByFile(t *testing.T) {
 	if err != nil || p.Origin != path {
 		t.Errorf("Resolve(--profile strict.toml) = %s, %v; want %s", p.Origin, err, path)
 	}
+	inHome := writeFile(t, filepath.Join(f.home, "p.toml"), "")
+	if p, err = Resolve(f.env, "~/p.toml", "x"); err != nil || p.Origin != inHome {
+		t.Errorf("Resolve(--profile ~/p.toml) = %s, %v; want %s", p.Origin, err, inHome)
+	}
 	if _, err = Resolve(f.env, filepath.Join(dir, "missing.toml"), "x"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Resolve(--profile missing file) = %v, want ErrNotExist", err)
 	}

@@ -20,6 +20,8 @@ TIMEOUT=${AGENTBOX_E2E_TIMEOUT:-60}
 ALLOW_CONTROL_FAIL=${AGENTBOX_E2E_ALLOW_CONTROL_FAIL:-0}
 TRACE=${AGENTBOX_E2E_TRACE:-auto}      # auto|1|0: strace pass that lists every write syscall
 KEEP_USER=${AGENTBOX_E2E_KEEP_USER:-0} # 1: leave the user and its home behind for inspection
+PROMPTS=${AGENTBOX_E2E_PROMPTS:-0}     # 1: also send each agent a real prompt (see "prompt" below)
+PROMPT_TIMEOUT=${AGENTBOX_E2E_PROMPT_TIMEOUT:-20}
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$SCRIPT_DIR/../.." && pwd)
 LOG=${AGENTBOX_E2E_LOGDIR:-$(mktemp -d "${TMPDIR:-/tmp}/agentbox-e2e.XXXXXX")}
@@ -61,30 +63,41 @@ AGENT_ENV=(
 PERM_RE='EACCES|EPERM|Permission denied|permission denied|Read-only file system|EROFS'
 
 # ---------------------------------------------------------------------------------------------
-# The checks: agent, expected exit codes (regex), regex the combined output must match, xfail
-# ("xfail" = known to fail under agentbox; reported, not counted), then the command.
-CK_AGENT=(); CK_RC=(); CK_OUT=(); CK_XFAIL=(); CK_CMD=()
+# The checks: agent, expected exit codes (regex), regexes (joined by &&) that the combined
+# stdout+stderr must each match, flags, then the command (split on blanks). Flags: "-" none; "xfail" known to fail under agentbox
+# (reported, not counted; "XPASS" when it starts passing); "prompt" a real prompt that needs the
+# network: any exit status and a timeout are fine, only permission errors and host-tmp leaks count.
+CK_AGENT=(); CK_RC=(); CK_OUT=(); CK_FLAGS=(); CK_CMD=()
 check() {
-  CK_AGENT+=("$1"); CK_RC+=("$2"); CK_OUT+=("$3"); CK_XFAIL+=("$4"); shift 4
+  CK_AGENT+=("$1"); CK_RC+=("$2"); CK_OUT+=("$3"); CK_FLAGS+=("$4"); shift 4
   CK_CMD+=("$*")
 }
-#      agent    rc     output regex                                   xfail  command
-check opencode '0'    '^[0-9]+\.[0-9]+\.[0-9]+'                       ''     opencode --version
-check opencode '0'    'config +/.*/\.config/opencode'                 ''     opencode debug paths
-check opencode '0'    '"\$schema"'                                    ''     opencode debug config
-check codex    '0'    '^codex-cli [0-9]+\.[0-9]+\.[0-9]+'             ''     codex --version
-check codex    '0|1'  'Not logged in|Logged in'                       ''     codex login status
-check codex    '0'    '"type"'                                        ''     codex debug prompt-input hello
+#      agent    rc     output regex                                   flags  command
+check opencode '0'    '^[0-9]+\.[0-9]+\.[0-9]+'                       -      opencode --version
+check opencode '0'    'data +/.*/opencode&&config +/.*/\.config/opencode&&tmp +/tmp/opencode' \
+                                                                      -      opencode debug paths
+check opencode '0'    '"\$schema"'                                    -      opencode debug config
+check codex    '0'    '^codex-cli [0-9]+\.[0-9]+\.[0-9]+'             -      codex --version
+check codex    '0|1'  'Not logged in|Logged in'                       -      codex login status
+check codex    '0'    '"type"'                                        -      codex debug prompt-input hello
 check codex    '0'    ''                                              xfail  codex sandbox -- true
-check claude   '0'    '^[0-9]+\.[0-9]+\.[0-9]+ \(Claude Code\)'       ''     claude --version
-check claude   '0'    'Usage: claude'                                 ''     claude --help
-check claude   '0|1'  '"loggedIn"'                                    ''     claude auth status
-check claude   '0'    'MCP servers'                                   ''     claude mcp list
-check claude   '0'    'Claude Code doctor'                            ''     claude doctor
-check gemini   '0'    '^[0-9]+\.[0-9]+\.[0-9]+'                       ''     gemini --version
-check gemini   '0'    'Usage: gemini'                                 ''     gemini --help
-check gemini   '0'    'MCP servers'                                   ''     gemini mcp list
-check gemini   '0'    'skills'                                        ''     gemini skills list
+check claude   '0'    '^[0-9]+\.[0-9]+\.[0-9]+ \(Claude Code\)'       -      claude --version
+check claude   '0'    'Usage: claude'                                 -      claude --help
+check claude   '0|1'  '"loggedIn"'                                    -      claude auth status
+check claude   '0'    'MCP servers'                                   -      claude mcp list
+check claude   '0'    'Claude Code doctor'                            -      claude doctor
+check gemini   '0'    '^[0-9]+\.[0-9]+\.[0-9]+'                       -      gemini --version
+check gemini   '0'    'Usage: gemini'                                 -      gemini --help
+check gemini   '0'    'MCP servers'                                   -      gemini mcp list
+check gemini   '0'    'skills'                                        -      gemini skills list
+if [[ $PROMPTS == 1 ]]; then
+  # Dummy keys so that each CLI gets as far as calling its API (which fails without a network):
+  # this is where sessions, transcripts, databases and plugin installs get written.
+  check opencode '.*' '' prompt opencode run hello
+  check codex    '.*' '' prompt env OPENAI_API_KEY=e2e-dummy-key codex exec hello
+  check claude   '.*' '' prompt env ANTHROPIC_API_KEY=e2e-dummy-key claude -p hello
+  check gemini   '.*' '' prompt env GEMINI_API_KEY=e2e-dummy-key gemini --skip-trust -p hello
+fi
 
 # ---------------------------------------------------------------------------------------------
 say() { printf '==> %s\n' "$*" >&2; }
@@ -230,6 +243,13 @@ fresh_user() {
 # find's status is ignored throughout: other users' files in /tmp come and go while it walks.
 snapshot() { { find "$E2E_HOME" -xdev -not -path "$PROJECT/.git/*" -printf '%p\n' 2>/dev/null || true; } | sort; }
 
+normalize() { # random parts of file names -> placeholders
+  sed -E 's/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/<uuid>/g;
+          s/\.tmp\.[0-9]+\.[0-9a-f]{8,}/.tmp.<pid>.<rand>/g;
+          s/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9_:.Z-]+/<time>/g;
+          s/(backup|codex-arg0|\.tmp)[.]?[0-9A-Za-z]{6,}/\1<rand>/g'
+}
+
 classify() { # $1 agent, $2 path relative to HOME (no leading ./) -> label
   local a=$1 p=$2 q
   case $p in
@@ -270,7 +290,7 @@ record_writes() { # $1 pass, $2 agent, $3 command, $4 marker, $5 before-list -> 
 declare -A RES=() DETAIL=() DUR=() VERSION=()
 
 run_pass() { # $1: control | agentbox | trace
-  local pass=$1 i n=${#CK_CMD[@]} agent cmd out err rc t0 t1 res why marker before hits leak
+  local pass=$1 i n=${#CK_CMD[@]} agent cmd out err rc t0 t1 res why marker before hits leak tmo pat
   fresh_user
   say "pass: $pass (fresh home $E2E_HOME)"
   for ((i = 0; i < n; i++)); do
@@ -279,12 +299,13 @@ run_pass() { # $1: control | agentbox | trace
     out=$LOG/$pass.$i.out err=$LOG/$pass.$i.err marker=$LOG/$pass.$i.marker
     before=$(mktemp "$LOG/before.XXXXXX"); snapshot >"$before"
     touch "$marker"; sleep 0.05
+    tmo=$TIMEOUT; [[ ${CK_FLAGS[i]} == prompt ]] && tmo=$PROMPT_TIMEOUT
     t0=$(date +%s.%N); rc=0
     case $pass in
-      control)  as_user timeout -k 5 "$TIMEOUT" "${argv[@]}" </dev/null >"$out" 2>"$err" || rc=$? ;;
-      agentbox) as_user timeout -k 5 "$TIMEOUT" "$AB" -- "${argv[@]}" </dev/null >"$out" 2>"$err" || rc=$? ;;
+      control)  as_user timeout -k 5 "$tmo" "${argv[@]}" </dev/null >"$out" 2>"$err" || rc=$? ;;
+      agentbox) as_user timeout -k 5 "$tmo" "$AB" -- "${argv[@]}" </dev/null >"$out" 2>"$err" || rc=$? ;;
       trace)
-        env -i "${UENV[@]}" timeout -k 5 "$TIMEOUT" strace -f -qq -u "$E2E_USER" -o "$LOG/trace.$i.strace" \
+        env -i "${UENV[@]}" timeout -k 5 "$tmo" strace -f -qq -u "$E2E_USER" -o "$LOG/trace.$i.strace" \
           -e trace=open,openat,openat2,creat,rename,renameat,renameat2,mkdir,mkdirat,unlink,unlinkat,rmdir,link,linkat,symlink,symlinkat,truncate,mknod,mknodat,chmod,fchmodat,utimensat \
           env -C "$PROJECT" "${argv[@]}" </dev/null >"$out" 2>"$err" || rc=$? ;;
     esac
@@ -294,12 +315,16 @@ run_pass() { # $1: control | agentbox | trace
     rm -f "$before"
 
     res=PASS why=
-    if ((rc == 124 || rc == 137)); then
-      res=FAIL why="timed out after ${TIMEOUT}s"
+    if [[ ${CK_FLAGS[i]} == prompt ]]; then
+      ((rc == 124 || rc == 137)) && why="no answer within ${tmo}s (no network: expected)"
+    elif ((rc == 124 || rc == 137)); then
+      res=FAIL why="timed out after ${tmo}s"
     elif ! [[ $rc =~ ^(${CK_RC[i]})$ ]]; then
       res=FAIL why="exit $rc, want ${CK_RC[i]}"
-    elif [[ -n ${CK_OUT[i]} ]] && ! grep -Eq -- "${CK_OUT[i]}" "$out" "$err"; then
-      res=FAIL why="output does not match /${CK_OUT[i]}/"
+    else
+      while IFS= read -r pat; do
+        [[ -z $pat ]] || grep -Eq -- "$pat" "$out" "$err" || { res=FAIL why="output does not match /$pat/"; break; }
+      done <<<"${CK_OUT[i]//&&/$'\n'}"
     fi
     if [[ $pass != trace ]]; then
       hits=$(grep -En -- "$PERM_RE" "$err" || true)
@@ -315,7 +340,7 @@ run_pass() { # $1: control | agentbox | trace
         DETAIL[$pass.$i.leak]=$leak
       fi
     fi
-    if [[ $pass == agentbox && ${CK_XFAIL[i]} == xfail ]]; then
+    if [[ $pass == agentbox && ${CK_FLAGS[i]} == xfail ]]; then
       if [[ $res == FAIL ]]; then res=XFAIL; else res=XPASS; fi
     fi
     RES[$pass.$i]=$res DETAIL[$pass.$i]=$why
@@ -343,20 +368,19 @@ if [[ $TRACE == 1 ]]; then run_pass trace; fi
 
 if [[ $TRACE == 1 ]]; then
   # Every successful (or permission-denied) write-like syscall on a path under HOME or the host tmp
-  # dirs, per agent: op and path, with pids and fds dropped.
+  # dirs, per command: op and path(s), pids/fds/modes dropped, random name parts normalised.
   : >"$LOG/trace-writes.txt"
   for ((i = 0; i < ${#CK_CMD[@]}; i++)); do
     f=$LOG/trace.$i.strace
     [[ -f $f ]] || continue
     {
       printf '## %s: %s\n' "${CK_AGENT[i]}" "${CK_CMD[i]}"
-      sed -E 's/^[0-9]+ +//; s/<unfinished \.\.\.>//' "$f" |
-        grep -E "\"($E2E_HOME|/tmp|/var/tmp|/dev/shm)" |
-        grep -Ev '= -1 E(NOENT|EXIST|NOTDIR|NOTEMPTY)' |
-        grep -E 'O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|^(creat|rename|renameat2?|mkdir|mkdirat|unlink|unlinkat|rmdir|link|linkat|symlink|symlinkat|truncate|mknod|mknodat|chmod|fchmodat|utimensat)\(' |
-        sed -E 's/^(openat2?|open)\(AT_FDCWD, /open(/; s/\) += .*$/)/; s/, 0[0-7]+\)$/)/' |
-        sed -E 's/\.[0-9]+\.[0-9a-f]{8,}/.<PID>.<RAND>/g; s/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9_:.Z-]+/<TIME>/g' |
-        sort | uniq -c | sort -rn || true
+      { sed -E 's/^[0-9]+ +//; s/ *<unfinished \.\.\.>//' "$f" |
+          grep -E "\"($E2E_HOME|/tmp|/var/tmp|/dev/shm)" |
+          grep -Ev '= -1 E(NOENT|EXIST|NOTDIR|NOTEMPTY|AGAIN)' |
+          grep -E 'O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|^(creat|rename|renameat2?|mkdir|mkdirat|unlink|unlinkat|rmdir|link|linkat|symlink|symlinkat|truncate|mknod|mknodat|chmod|fchmodat|utimensat)\(' |
+          sed -E 's/^(openat2?|open)\(AT_FDCWD, /open(/; s/AT_FDCWD, //g; s/\) += .*$/)/; s/, \[\{tv_sec.*$/)/; s/, 0[0-7]+\)?$/)/' |
+          normalize | sort | uniq -c | sort -rn; } || true
     } >>"$LOG/trace-writes.txt"
   done
 fi
@@ -365,23 +389,25 @@ fi
 # 5. Report.
 T_END=$(date +%s)
 fails=0 control_fails=0
+short() { sed -E 's/^env ([A-Z_]+=[^ ]+ )+//' <<<"$1"; } # command without the env prefix
 echo
 echo "agentbox e2e: $(date -u +%FT%TZ), agentbox $("$AB" --version 2>/dev/null | head -n1), user $E2E_USER, logs $LOG"
-printf '%-9s %-10s %-34s %-13s %-10s %s\n' AGENT VERSION COMMAND CONTROL AGENTBOX RESULT
+printf '%-9s %-10s %-34s %-12s %-12s %s\n' AGENT VERSION COMMAND CONTROL AGENTBOX RESULT
 for ((i = 0; i < ${#CK_CMD[@]}; i++)); do
   agent=${CK_AGENT[i]} c=${RES[control.$i]} b=${RES[agentbox.$i]}
   if [[ $c != PASS ]]; then
-    result="control failed"; control_fails=$((control_fails + 1))
-    [[ $b == FAIL ]] && result="control failed (agentbox also failed)"
+    result="control failed: ${DETAIL[control.$i]}"; control_fails=$((control_fails + 1))
+    [[ $b == FAIL ]] && result="$result (agentbox also failed)"
   else
     case $b in
-      PASS)  result=ok ;;
-      XFAIL) result="known agentbox failure (xfail)" ;;
-      XPASS) result="xfail now passes: drop the xfail mark" ;;
+      PASS)  result=ok${DETAIL[agentbox.$i]:+ (${DETAIL[agentbox.$i]})} ;;
+      XFAIL) result="known agentbox failure (xfail): ${DETAIL[agentbox.$i]}" ;;
+      XPASS) result="xfail now passes: drop the xfail flag" ;;
       *)     result="AGENTBOX FAILURE: ${DETAIL[agentbox.$i]}"; fails=$((fails + 1)) ;;
     esac
   fi
-  printf '%-9s %-10s %-34s %-13s %-10s %s\n' "$agent" "${VERSION[$agent]:-?}" "${CK_CMD[i]:0:34}" \
+  cmd=$(short "${CK_CMD[i]}")
+  printf '%-9s %-10s %-34s %-12s %-12s %s\n' "$agent" "${VERSION[$agent]:-?}" "${cmd:0:34}" \
     "$c ${DUR[control.$i]}s" "$b ${DUR[agentbox.$i]}s" "$result"
 done
 
@@ -399,30 +425,47 @@ if ((${#LEFTOVER_PROCS[@]})); then
   printf '\nprocesses left running (ended by this script): %s\n' "${LEFTOVER_PROCS[*]}"
 fi
 
-# What each agent wrote, collapsed to the directory that a profile would name: ~/.config/X,
-# ~/.cache/X, ~/.local/{share,state}/X, else the first two path components.
+# What each agent wrote, collapsed to the directory a profile would name (~/.config/X, ~/.cache/X,
+# ~/.local/{share,state}/X, /tmp/X, else the first two components), over all passes. A directory
+# that only got new entries because something below it was written is labelled parent-dir.
 collapse() {
   awk -F/ '{ n = ($1 == ".local") ? 3 : 2; if ($1 ~ /^HOSTTMP:/) n = 3; out = $1
              for (i = 2; i <= n && i <= NF; i++) out = out "/" $i; print out }'
 }
 echo
-echo "Paths written under HOME ($E2E_HOME) and the host tmp dirs, per agent and pass"
-echo "(label: allowed = planned profile/common, parent-dir = creating an allowed dir, OUTSIDE = not in the planned set):"
+echo "Paths written under HOME ($E2E_HOME) and the host tmp dirs, per agent (all passes;"
+echo "passes in brackets; OUTSIDE = not in the planned write set, see PROFILE_ALLOWED):"
 for agent in opencode codex claude gemini; do
-  for pass in control agentbox trace; do
-    lines=$(awk -F'\t' -v p="$pass" -v a="$agent" '$1 == p && $2 == a && $4 != "DEL" { print $6 "\t" $7 }' "$LOG/writes.tsv" 2>/dev/null | sort -u || true)
-    [[ -z $lines ]] && continue
-    printf '  %s (%s):\n' "$agent" "$pass"
-    while IFS=$'\t' read -r rel label; do
-      printf '%s\t%s\n' "$(collapse <<<"$rel")" "$label"
-    done <<<"$lines" | sort -u | awk -F'\t' '{ printf "    %-12s ~/%s\n", $2, $1 }' | sed 's#~/HOSTTMP:#host #; s#~/\.$#~ (entries in HOME itself)#'
+  rows=$(awk -F'\t' -v a="$agent" '$2 == a && $4 != "DEL" { print $1 "\t" $6 }' "$LOG/writes.tsv" 2>/dev/null || true)
+  [[ -z $rows ]] && continue
+  printf '  %s:\n' "$agent"
+  paths=$(while IFS=$'\t' read -r pass rel; do
+            printf '%s\t%s\n' "$(collapse <<<"$rel" | normalize)" "$pass"
+          done <<<"$rows" | sort -u)
+  cut -f1 <<<"$paths" | sort -u | while IFS= read -r rel; do
+    passes=$(awk -F'\t' -v r="$rel" '$1 == r { printf "%s%s", sep, $2; sep = "," }' <<<"$paths")
+    label=$(classify "$agent" "$rel")
+    if [[ $label != allowed && $label != host-tmp ]] && { [[ $rel == . ]] || cut -f1 <<<"$paths" | grep -qF -- "$rel/"; }; then
+      label=parent-dir
+    fi
+    shown="~/$rel"; [[ $rel == . ]] && shown="~ (entries directly in HOME)"
+    [[ $rel == HOSTTMP:* ]] && shown="host ${rel#HOSTTMP:}"
+    printf '    %-16s %-50s [%s]\n' "$label" "$shown" "$passes"
   done
 done
 if [[ $TRACE == 1 ]]; then
-  echo "(full list: $LOG/writes.tsv; write syscalls of the trace pass: $LOG/trace-writes.txt)"
-else
-  echo "(full list: $LOG/writes.tsv)"
+  echo "Entries created, renamed or removed directly in HOME (trace pass, from the syscalls):"
+  for ((i = 0; i < ${#CK_CMD[@]}; i++)); do
+    f=$LOG/trace.$i.strace
+    [[ -f $f ]] || continue
+    grep -Ev '= -1 E(NOENT|EXIST|NOTDIR|NOTEMPTY|AGAIN)' "$f" |
+      grep -E 'O_CREAT|(rename|renameat2?|mkdir|mkdirat|unlink|unlinkat|rmdir|link|linkat|symlink|symlinkat|mknod|mknodat)\(' |
+      grep -oE "\"$E2E_HOME/[^/\"]+\"" | tr -d '"' | sed "s#^$E2E_HOME/##" | normalize |
+      sed "s/^/    ${CK_AGENT[i]}: ~\//" || true
+  done | sort -u
+  echo "(every write syscall: $LOG/trace-writes.txt)"
 fi
+echo "(every written path, per pass and command: $LOG/writes.tsv)"
 
 echo
 echo "run time: $((T_END - T_START))s; agentbox failures: $fails; control failures: $control_fails"
@@ -430,6 +473,7 @@ status=0
 ((fails == 0)) || status=1
 if ((control_fails > 0)) && [[ $ALLOW_CONTROL_FAIL != 1 ]]; then status=1; fi
 if [[ $KEEP_USER != 1 ]]; then
+  user_leftovers final
   clean_host_tmp
   userdel -r "$E2E_USER" >/dev/null 2>&1 || true
 fi
