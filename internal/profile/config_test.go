@@ -65,6 +65,10 @@ func TestLoadConfigForms(t *testing.T) {
 			t.Errorf("LoadConfig(%q) = %+v, %v", doc, cfg, err)
 		}
 	}
+	writeFile(t, filepath.Join(f.env.ConfigDir, "config.toml"), "[defaults]\nprofile = \"\"\nrw = []\n")
+	if cfg, err := LoadConfig(f.env); err != nil || cfg.Profile != "" {
+		t.Errorf(`LoadConfig(profile = "") = %+v, %v; want no profile forced`, cfg, err)
+	}
 	writeFile(t, filepath.Join(f.env.ConfigDir, "config.toml"), "# nothing yet\n[defaults]\n")
 	if cfg, err := LoadConfig(f.env); err != nil || cfg.Path == "" {
 		t.Errorf("LoadConfig(empty [defaults]) = %+v, %v", cfg, err)

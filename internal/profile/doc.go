@@ -73,8 +73,8 @@
 // A profile without an extends key extends "default" (a user's
 // profiles/default.toml extends builtin:default); the built-in default is
 // the root. Resolve merges the chain root first: a child's rules follow its
-// parent's; a path listed again keeps its first Source and gains the
-// child's Create and File. A child's show removes that path from its
+// parent's (within one file: create, create_files, then rw); a path listed
+// again keeps its first Source and gains the later Create and File. A child's show removes that path from its
 // ancestors' hides, a child's hide from their shows. Chains are at most 16
 // profiles; a cycle is an error naming the chain.
 package profile

@@ -347,7 +347,7 @@ func (c *converter) rules(k ruleKind, paths []string) ([]placed, error) {
 	for i, raw := range paths {
 		p := c.x.value(c.prefix+k.key, i)
 		path, err := expand(raw, c.home)
-		if err == errNoHome && c.skipTilde {
+		if errors.Is(err, errNoHome) && c.skipTilde {
 			c.skipped = true
 			continue
 		}
@@ -593,7 +593,7 @@ func parseConfig(path string, data []byte, home string) (Config, pos, error) {
 		}
 	}
 	var profilePos pos
-	if d.Profile != nil {
+	if d.Profile != nil && *d.Profile != "" { // "": not set, as if absent
 		profilePos = x.value("defaults.profile", 0)
 		target, _ := strings.CutPrefix(*d.Profile, builtinPrefix)
 		if !isName(target) {
