@@ -5,6 +5,7 @@ package mounts
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -131,6 +132,22 @@ func remount(op Op, add uintptr) error {
 	return mount(op, "", "", unix.MS_BIND|unix.MS_REMOUNT|locked|add, "")
 }
 
+// remountWritable remounts the mount at op.Target with add and without
+// MS_RDONLY: a bind of a path made read-only by ReadOnlyTree copies that
+// flag. When the kernel locked MS_RDONLY (the host mount itself is
+// read-only) it stays read-only, as it is on the host.
+func remountWritable(op Op, add uintptr) error {
+	locked, err := lockedFlags(op.Target)
+	if err != nil {
+		return &Error{Op: op, Call: "statfs", Err: err}
+	}
+	err = mount(op, "", "", unix.MS_BIND|unix.MS_REMOUNT|(locked&^unix.MS_RDONLY)|add, "")
+	if errors.Is(err, unix.EPERM) && locked&unix.MS_RDONLY != 0 {
+		return mount(op, "", "", unix.MS_BIND|unix.MS_REMOUNT|locked|add, "")
+	}
+	return err
+}
+
 // Apply runs the plan in order. It must run in a mount namespace of its own
 // with CAP_SYS_ADMIN there; it stops at the first failure.
 func Apply(ops []Op) error {
@@ -165,7 +182,28 @@ func (a *applier) apply(op Op) error {
 		if err := mount(op, op.Source, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return err
 		}
-		return remount(op, msFlags(op.Flags))
+		return remountWritable(op, msFlags(op.Flags))
+	case ReadOnlyTree:
+		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+		if err := unix.MountSetattr(unix.AT_FDCWD, op.Target, unix.AT_RECURSIVE, &attr); err != nil {
+			return &Error{Op: op, Call: "mount_setattr", Err: err}
+		}
+		return nil
+	case BindRW:
+		if _, err := os.Stat(op.Target); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return &Error{Op: op, Call: "stat", Err: err}
+		}
+		// MS_REC: the mounts below (the tmpfs that hides the session root,
+		// when the root is inside a writable path) must come along, or the
+		// new bind would show what they cover. They stay read-only; only
+		// this mount becomes writable again.
+		if err := mount(op, op.Target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return err
+		}
+		return remountWritable(op, 0)
 	case Tmpfs:
 		return mount(op, "tmpfs", "tmpfs", msFlags(op.Flags), op.Data)
 	case Proc:
@@ -196,9 +234,6 @@ func (a *applier) apply(op Op) error {
 	case Seal:
 		if a.stage < 0 {
 			return &Error{Op: op, Call: "seal", Err: errors.New("nothing staged")}
-		}
-		if err := unix.Fchmod(a.stage, 0); err != nil {
-			return &Error{Op: op, Call: "fchmod", Err: err}
 		}
 		sealed := op
 		sealed.Target = fdPath(a.stage)
@@ -234,6 +269,10 @@ func (a *applier) doStage(op Op) error {
 	unix.Close(f)
 	if a.emptyFile, err = unix.Openat(fd, "empty-file", unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
 		return &Error{Op: op, Call: "openat", Err: err}
+	}
+	// Mode 0 now: the tree may be read-only by the time Seal runs.
+	if err := unix.Fchmod(fd, 0); err != nil {
+		return &Error{Op: op, Call: "fchmod", Err: err}
 	}
 	return nil
 }

@@ -36,9 +36,16 @@ const (
 	// Seal makes the staging tmpfs (Target, the session root) read-only and
 	// mode 0: the sandbox sees an empty directory it cannot open.
 	Seal
+	// ReadOnlyTree makes every mount at and below Target read-only
+	// (mount_setattr AT_RECURSIVE): Landlock (ABI ≤ 7) does not cover chmod,
+	// chown, utimes or xattrs, a read-only mount does (EROFS).
+	ReadOnlyTree
+	// BindRW binds Target onto itself and makes that mount writable again;
+	// a missing Target is skipped.
+	BindRW
 )
 
-var kindNames = [...]string{"slave", "bind", "tmpfs", "proc", "mkdir", "readonly", "stage", "hide", "bind-ro", "seal"}
+var kindNames = [...]string{"slave", "bind", "tmpfs", "proc", "mkdir", "readonly", "stage", "hide", "bind-ro", "seal", "readonly-tree", "bind-rw"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -104,6 +111,11 @@ type Config struct {
 	Hide []string
 	// ReadOnly lists paths to make read-only (bound onto themselves).
 	ReadOnly []string
+	// ReadOnlyRoot makes the whole tree read-only except Writable and the
+	// session's own mounts.
+	ReadOnlyRoot bool
+	// Writable lists the paths that stay writable under ReadOnlyRoot.
+	Writable []string
 	// RunUser is true when /run/user exists: it is covered by a read-only
 	// tmpfs that holds only /run/user/UID, the session's run/. Otherwise the
 	// runtime directory is a directory inside the private /tmp.
@@ -148,6 +160,11 @@ func Plan(c Config) ([]Op, error) {
 	if err := absClean("session root path", c.RootPath); err != nil || c.RootPath == "/" {
 		return nil, fmt.Errorf("mount plan: session root path %q", c.RootPath)
 	}
+	for _, p := range c.Writable {
+		if err := absClean("writable path", p); err != nil || p == "/" {
+			return nil, fmt.Errorf("mount plan: writable path %q", p)
+		}
+	}
 	for _, list := range [][]string{c.Hide, c.ReadOnly} {
 		for _, p := range list {
 			if err := absClean("path", p); err != nil {
@@ -168,8 +185,19 @@ func Plan(c Config) ([]Op, error) {
 		// empty objects Hide binds; Seal closes it at the end.
 		{Kind: Tmpfs, Target: c.RootHide, Flags: NoSuid | NoDev | NoExec, Data: "mode=0700,size=16k,nr_inodes=8", Name: c.RootName},
 		{Kind: Stage, Target: c.RootPath},
-		{Kind: Bind, Source: c.TmpSource, Target: "/tmp", Flags: NoSuid | NoDev, Name: c.TmpName},
 	}
+	if c.ReadOnlyRoot {
+		// Before the session's mounts, which are new mounts and stay
+		// writable; the writable paths are bound again and reopened.
+		ops = append(ops, Op{Kind: ReadOnlyTree, Target: "/"})
+		for _, p := range c.Writable {
+			if p == "/tmp" || p == "/var/tmp" || p == "/dev/shm" || p == c.RuntimeDir() || under(p, "/dev") || under(p, "/proc") {
+				continue // mounted below, or a device (I/O to a device node ignores MS_RDONLY)
+			}
+			ops = append(ops, Op{Kind: BindRW, Target: p})
+		}
+	}
+	ops = append(ops, Op{Kind: Bind, Source: c.TmpSource, Target: "/tmp", Flags: NoSuid | NoDev, Name: c.TmpName})
 	if c.VarTmp {
 		ops = append(ops, Op{Kind: Bind, Source: c.VarTmpSource, Target: "/var/tmp", Flags: NoSuid | NoDev, Name: c.VarTmpName})
 	}

@@ -92,6 +92,10 @@ func InitMain() int {
 		RootHide: fdPath(here[fdRoot]), RunUser: cfg.RunUser, UID: cfg.UID, DevShm: cfg.DevShm, VarTmp: cfg.VarTmp,
 		RootName: rootPath, TmpName: sessPath + "/tmp", VarTmpName: sessPath + "/var-tmp", RunName: sessPath + "/run",
 		RootPath: rootPath, Hide: strs(cfg.Hide), ReadOnly: strs(cfg.ReadOnly),
+		ReadOnlyRoot: cfg.Landlock.Mode != landlock.Off,
+	}
+	for _, r := range cfg.Landlock.Write {
+		mcfg.Writable = append(mcfg.Writable, r.Path)
 	}
 	ops, err := mounts.Plan(mcfg)
 	if err != nil {

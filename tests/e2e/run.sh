@@ -26,15 +26,16 @@ SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$SCRIPT_DIR/../.." && pwd)
 LOG=${AGENTBOX_E2E_LOGDIR:-$(mktemp -d "${TMPDIR:-/tmp}/agentbox-e2e.XXXXXX")}
 
-# Write locations a strict (Landlock) policy is planned to allow, relative to HOME. Used only to
-# label the paths each agent wrote; the project dir and agentbox's own session root always count.
-COMMON_ALLOWED=(.cache .npm)
+# Where each agent may write, relative to HOME, used only to label the paths it wrote (the project
+# dir and agentbox's session root always count). Taken from `agentbox policy --json -- AGENT` when
+# the agentbox under test has it; else this fallback (the built-in profiles when it was written).
 declare -A PROFILE_ALLOWED=(
-  [opencode]=".config/opencode"
-  [codex]=".codex"
-  [claude]=".claude .claude.json"
-  [gemini]=".gemini"
+  [opencode]=".cache .npm .config/opencode .local/share/opencode .cache/opencode .local/state/opencode"
+  [codex]=".cache .npm .codex"
+  [claude]=".cache .npm .claude .local/state/claude .claude.json"
+  [gemini]=".cache .npm .gemini"
 )
+POLICY_SOURCE="fallback list in run.sh"
 
 # Environment of every agent run: minimal, plus the switches that turn off update checks and
 # telemetry (there is no network). Names found in each CLI's docs / binary:
@@ -64,7 +65,8 @@ PERM_RE='EACCES|EPERM|Permission denied|permission denied|Read-only file system|
 
 # ---------------------------------------------------------------------------------------------
 # The checks: agent, expected exit codes (regex), regexes (joined by &&) that the combined
-# stdout+stderr must each match, flags, then the command (split on blanks). Flags: "-" none; "xfail" known to fail under agentbox
+# stdout+stderr must each match, flags, then the command (split on blanks; leading VAR=value words
+# are set in the environment, outside agentbox, so that agentbox still sees the agent's name). Flags: "-" none; "xfail" known to fail under agentbox
 # (reported, not counted; "XPASS" when it starts passing); "prompt" a real prompt that needs the
 # network: any exit status and a timeout are fine, only permission errors and host-tmp leaks count.
 CK_AGENT=(); CK_RC=(); CK_OUT=(); CK_FLAGS=(); CK_CMD=()
@@ -94,9 +96,9 @@ if [[ $PROMPTS == 1 ]]; then
   # Dummy keys so that each CLI gets as far as calling its API (which fails without a network):
   # this is where sessions, transcripts, databases and plugin installs get written.
   check opencode '.*' '' prompt opencode run hello
-  check codex    '.*' '' prompt env OPENAI_API_KEY=e2e-dummy-key codex exec hello
-  check claude   '.*' '' prompt env ANTHROPIC_API_KEY=e2e-dummy-key claude -p hello
-  check gemini   '.*' '' prompt env GEMINI_API_KEY=e2e-dummy-key gemini --skip-trust -p hello
+  check codex    '.*' '' prompt OPENAI_API_KEY=e2e-dummy-key codex exec hello
+  check claude   '.*' '' prompt ANTHROPIC_API_KEY=e2e-dummy-key claude -p hello
+  check gemini   '.*' '' prompt GEMINI_API_KEY=e2e-dummy-key gemini --skip-trust -p hello
 fi
 
 # ---------------------------------------------------------------------------------------------
@@ -257,10 +259,10 @@ classify() { # $1 agent, $2 path relative to HOME (no leading ./) -> label
     .local/state/agentbox|.local/state/agentbox/*) echo agentbox-session; return;;
     HOSTTMP:*) echo host-tmp; return;;
   esac
-  for q in "${COMMON_ALLOWED[@]}" ${PROFILE_ALLOWED[$a]}; do
+  for q in ${PROFILE_ALLOWED[$a]}; do
     [[ $p == "$q" || $p == "$q"/* ]] && { echo allowed; return; }
   done
-  for q in "${COMMON_ALLOWED[@]}" ${PROFILE_ALLOWED[$a]} .local/state/agentbox; do
+  for q in ${PROFILE_ALLOWED[$a]} .local/state/agentbox; do
     [[ $p == . || $q == "$p"/* ]] && { echo parent-dir; return; }
   done
   echo OUTSIDE
@@ -290,22 +292,24 @@ record_writes() { # $1 pass, $2 agent, $3 command, $4 marker, $5 before-list -> 
 declare -A RES=() DETAIL=() DUR=() VERSION=()
 
 run_pass() { # $1: control | agentbox | trace
-  local pass=$1 i n=${#CK_CMD[@]} agent cmd out err rc t0 t1 res why marker before hits leak tmo pat
+  local pass=$1 i n=${#CK_CMD[@]} agent cmd out err rc t0 t1 res why marker before hits leak tmo pat argv envp
   fresh_user
   say "pass: $pass (fresh home $E2E_HOME)"
   for ((i = 0; i < n; i++)); do
     agent=${CK_AGENT[i]} cmd=${CK_CMD[i]}
     read -r -a argv <<<"$cmd"
+    envp=() # leading VAR=value words: set outside agentbox, whose profile is chosen by argv[0]
+    while ((${#argv[@]})) && [[ ${argv[0]} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; do envp+=("${argv[0]}"); argv=("${argv[@]:1}"); done
     out=$LOG/$pass.$i.out err=$LOG/$pass.$i.err marker=$LOG/$pass.$i.marker
     before=$(mktemp "$LOG/before.XXXXXX"); snapshot >"$before"
     touch "$marker"; sleep 0.05
     tmo=$TIMEOUT; [[ ${CK_FLAGS[i]} == prompt ]] && tmo=$PROMPT_TIMEOUT
     t0=$(date +%s.%N); rc=0
     case $pass in
-      control)  as_user timeout -k 5 "$tmo" "${argv[@]}" </dev/null >"$out" 2>"$err" || rc=$? ;;
-      agentbox) as_user timeout -k 5 "$tmo" "$AB" -- "${argv[@]}" </dev/null >"$out" 2>"$err" || rc=$? ;;
+      control)  as_user env "${envp[@]}" timeout -k 5 "$tmo" "${argv[@]}" </dev/null >"$out" 2>"$err" || rc=$? ;;
+      agentbox) as_user env "${envp[@]}" timeout -k 5 "$tmo" "$AB" -- "${argv[@]}" </dev/null >"$out" 2>"$err" || rc=$? ;;
       trace)
-        env -i "${UENV[@]}" timeout -k 5 "$tmo" strace -f -qq -u "$E2E_USER" -o "$LOG/trace.$i.strace" \
+        env -i "${UENV[@]}" "${envp[@]}" timeout -k 5 "$tmo" strace -f -qq -u "$E2E_USER" -o "$LOG/trace.$i.strace" \
           -e trace=open,openat,openat2,creat,rename,renameat,renameat2,mkdir,mkdirat,unlink,unlinkat,rmdir,link,linkat,symlink,symlinkat,truncate,mknod,mknodat,chmod,fchmodat,utimensat \
           env -C "$PROJECT" "${argv[@]}" </dev/null >"$out" 2>"$err" || rc=$? ;;
     esac
@@ -344,7 +348,7 @@ run_pass() { # $1: control | agentbox | trace
       if [[ $res == FAIL ]]; then res=XFAIL; else res=XPASS; fi
     fi
     RES[$pass.$i]=$res DETAIL[$pass.$i]=$why
-    if [[ ${argv[1]:-} == --version && $rc == 0 ]]; then
+    if [[ ${argv[1]:-} == --version && ${#argv[@]} == 2 && $rc == 0 ]]; then
       VERSION[$agent]=$(grep -Eo '[0-9]+\.[0-9]+\.[0-9]+' "$out" | head -n1 || true)
     fi
     printf '  %-8s %-6s %4ss  rc=%-3s %s%s\n' "$pass" "$res" "${DUR[$pass.$i]}" "$rc" "$cmd" "${why:+  ($why)}" >&2
@@ -362,7 +366,28 @@ run_pass() { # $1: control | agentbox | trace
 }
 SESSION_LEFTOVERS=
 
+load_policies() { # PROFILE_ALLOWED from agentbox's own policy, when it has `agentbox policy`
+  local a json rel got=0
+  declare -A p=()
+  for a in opencode codex claude gemini; do
+    json=$(as_user "$AB" policy --json -- "$a" 2>/dev/null) || return 0
+    as_user "$AB" policy -- "$a" >"$LOG/policy.$a.txt" 2>&1 || true
+    p[$a]=
+    while IFS= read -r rel; do p[$a]+="$rel "; got=1; done < <(node -e '
+      let s = ""; process.stdin.on("data", d => s += d).on("end", () => {
+        const home = process.argv[1] + "/";
+        for (const w of JSON.parse(s).write || [])
+          if (w.path.startsWith(home)) console.log(w.path.slice(home.length));
+      })' "$E2E_HOME" <<<"$json")
+  done
+  if ((got)); then
+    for a in "${!p[@]}"; do PROFILE_ALLOWED[$a]=${p[$a]}; done
+    POLICY_SOURCE="agentbox policy --json (saved in $LOG/policy.*.txt)"
+  fi
+}
+
 run_pass control
+load_policies
 run_pass agentbox
 if [[ $TRACE == 1 ]]; then run_pass trace; fi
 
@@ -389,7 +414,7 @@ fi
 # 5. Report.
 T_END=$(date +%s)
 fails=0 control_fails=0
-short() { sed -E 's/^env ([A-Z_]+=[^ ]+ )+//' <<<"$1"; } # command without the env prefix
+short() { sed -E 's/^([A-Za-z_][A-Za-z0-9_]*=[^ ]* )+//' <<<"$1"; } # command without VAR=value words
 echo
 echo "agentbox e2e: $(date -u +%FT%TZ), agentbox $("$AB" --version 2>/dev/null | head -n1), user $E2E_USER, logs $LOG"
 printf '%-9s %-10s %-34s %-12s %-12s %s\n' AGENT VERSION COMMAND CONTROL AGENTBOX RESULT
@@ -434,7 +459,7 @@ collapse() {
 }
 echo
 echo "Paths written under HOME ($E2E_HOME) and the host tmp dirs, per agent (all passes;"
-echo "passes in brackets; OUTSIDE = not in the planned write set, see PROFILE_ALLOWED):"
+echo "passes in brackets; OUTSIDE = not writable under the agent's profile, from $POLICY_SOURCE):"
 for agent in opencode codex claude gemini; do
   rows=$(awk -F'\t' -v a="$agent" '$2 == a && $4 != "DEL" { print $1 "\t" $6 }' "$LOG/writes.tsv" 2>/dev/null || true)
   [[ -z $rows ]] && continue
