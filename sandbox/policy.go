@@ -140,6 +140,9 @@ func BuildPolicy(in PolicyInput) (Policy, error) {
 	if err != nil {
 		return p, err
 	}
+	if !filepath.IsAbs(in.Dir) {
+		return p, &PolicyError{fmt.Sprintf("working directory %q is not an absolute path", in.Dir)}
+	}
 	dir := filepath.Clean(in.Dir)
 	if dir == "/" || (home != "" && within(home, dir)) {
 		named := false

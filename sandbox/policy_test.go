@@ -153,3 +153,30 @@ func TestGitCommonDir(t *testing.T) {
 		t.Errorf("GitCommonDir(%s) = %q, want none", plain, got)
 	}
 }
+
+func FuzzBuildPolicy(f *testing.F) {
+	f.Add("/home/u", "/home/u/project", "~/data", "/etc", "~/.aws")
+	f.Add("", "/", "/", "x", "../..")
+	f.Fuzz(func(t *testing.T, home, dir, rw, hide, show string) {
+		in := PolicyInput{Home: home, Dir: dir, RW: []string{rw}, Hide: []string{hide}, Show: []string{show}, Mode: landlock.Require}
+		p, err := BuildPolicy(in)
+		if err != nil {
+			return
+		}
+		cleanHome := filepath.Clean(home)
+		for _, e := range append(append(append([]Entry{}, p.Write...), p.Hide...), p.ReadOnly...) {
+			if !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path {
+				t.Fatalf("BuildPolicy(%+v): path %q is not absolute and clean", in, e.Path)
+			}
+		}
+		for _, w := range p.Write {
+			// The home or an ancestor is writable only when --rw named it.
+			if filepath.IsAbs(home) && within(cleanHome, w.Path) && w.Source != "--rw" {
+				t.Fatalf("BuildPolicy(%+v) grants %s (%s) containing the home", in, w.Path, w.Source)
+			}
+		}
+		if _, err := landlock.Compile(p.Landlock, 7); err != nil && !errors.Is(err, landlock.ErrInvalidRule) {
+			t.Fatalf("Compile(BuildPolicy(%+v)) = %v", in, err)
+		}
+	})
+}
