@@ -89,6 +89,9 @@ func (o Op) String() string {
 	return s
 }
 
+// ProcReadOnly are the parts of the sandbox's /proc made read-only.
+var ProcReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"}
+
 // Config says what the sandbox's mount namespace must look like.
 type Config struct {
 	// TmpSource, VarTmpSource and RunSource are the session's tmp/, var-tmp/
@@ -227,6 +230,13 @@ func Plan(c Config) ([]Op, error) {
 		ops = append(ops, Op{Kind: Tmpfs, Target: "/dev/shm", Flags: NoSuid | NoDev, Data: "mode=1777"})
 	}
 	ops = append(ops, Op{Kind: Proc, Target: "/proc", Flags: NoSuid | NoDev | NoExec})
+	// What in /proc acts on the host, not on the sandbox's processes, is
+	// read-only (as container runtimes do): a caller who is root is uid 0
+	// inside too, and uid 0 may write many of /proc/sys's files by file
+	// permissions alone, capabilities or not.
+	for _, p := range ProcReadOnly {
+		ops = append(ops, Op{Kind: BindRO, Target: p})
+	}
 	return ops, nil
 }
 

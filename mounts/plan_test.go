@@ -38,7 +38,12 @@ hide /run/docker.sock
 bind-ro /home/u/p/.git/hooks
 seal /home/u/.local/state/agentbox
 tmpfs /dev/shm (mode=1777)
-proc /proc`
+proc /proc
+bind-ro /proc/sys
+bind-ro /proc/sysrq-trigger
+bind-ro /proc/irq
+bind-ro /proc/bus
+bind-ro /proc/fs`
 	if got := render(ops); got != want {
 		t.Errorf("Plan(base) =\n%s\nwant\n%s", got, want)
 	}
@@ -98,8 +103,8 @@ func FuzzPlan(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if ops[0].Kind != Slave || ops[len(ops)-1].Kind != Proc {
-			t.Fatalf("Plan(%+v) does not start with slave and end with proc:\n%s", c, render(ops))
+		if ops[0].Kind != Slave || ops[len(ops)-1].Target != "/proc/fs" {
+			t.Fatalf("Plan(%+v) does not start with slave and end with /proc made read-only:\n%s", c, render(ops))
 		}
 		for _, o := range ops {
 			if o.Kind == Hide && (o.Target == "/" || strings.HasPrefix(o.Target, "/tmp/") || strings.HasPrefix(o.Target, "/proc/")) {

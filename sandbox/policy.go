@@ -176,6 +176,11 @@ func BuildPolicy(in PolicyInput) (Policy, error) {
 	for _, d := range DefaultDevices {
 		p.Devices = append(p.Devices, Entry{Path: d, Source: "default device"})
 	}
+	// The sandbox's own /proc (it shows only the sandbox's processes):
+	// writing /proc/self/uid_map (nested user namespaces, as bubblewrap in
+	// Codex needs), oom_score_adj or a thread's comm. File permissions
+	// still apply: /proc/sys belongs to the host's root.
+	p.Devices = append(p.Devices, Entry{Path: "/proc", Source: "the sandbox's own /proc"})
 
 	p.ReadOnly = append(append(profileEntries(in.Profile.RO), profileEntries(in.Config.RO)...), ro...)
 
