@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentbox/agentbox/landlock"
 )
 
 func TestUnder(t *testing.T) {
@@ -88,5 +90,24 @@ func TestInitErrorNamesHostTmpInstall(t *testing.T) {
 		if ExitCode(err) != ExitNotFound || !strings.Contains(err.Error(), "installed at "+tool) || !strings.Contains(err.Error(), "private") {
 			t.Errorf("initError(%s) = %v (%d), want 127 naming %s and why", argv0, err, ExitCode(err), tool)
 		}
+	}
+}
+
+func TestDegradedPolicy(t *testing.T) {
+	in := landlock.Policy{Mode: landlock.Require, Scopes: true, Write: []landlock.Rule{
+		{Path: "/home/u/p", Source: "working directory"}, {Path: "/tmp"}, {Path: "/var/tmp"}, {Path: "/dev/shm"}, {Path: "/run/user/1000"},
+		{Path: "/home/u/.cache", Source: "profile default"},
+	}}
+	out := degradedPolicy(in, "/run/user/1000", "/s/id/tmp", "/s/id/var-tmp", "/s/id/run")
+	var got []string
+	for _, r := range out.Write {
+		got = append(got, r.Path)
+	}
+	want := []string{"/home/u/p", "/home/u/.cache", "/s/id/tmp", "/s/id/var-tmp", "/s/id/run"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("degradedPolicy writes %v, want %v (never the host's /tmp, /var/tmp, /dev/shm)", got, want)
+	}
+	if len(in.Write) != 6 {
+		t.Errorf("degradedPolicy changed its input")
 	}
 }

@@ -81,7 +81,7 @@ func TestLoadConfigErrors(t *testing.T) {
 	for _, c := range []struct{ doc, where, msg string }{
 		{"landlock = \"off\"\n", "1:1", `unknown key "landlock"; valid keys here: defaults`},
 		{"[default]\nlandlock = \"off\"\n", "1:2", `unknown table "default"; valid keys here: defaults`},
-		{"[defaults]\nlandlock = \"off\"\nrws = []\n", "3:1", `unknown key "defaults.rws"; valid keys here: create, create_files, hide, landlock, profile, ro, rw, show`},
+		{"[defaults]\nlandlock = \"off\"\nrws = []\n", "3:1", `unknown key "defaults.rws"; valid keys here: allow_degraded, create, create_files, hide, landlock, profile, ro, rw, show`},
 		{"[defaults]\nLandlock = \"off\"\n", "2:1", `unknown key "defaults.Landlock"`},
 		{"[defaults]\nlandlock = \"strict\"\n", "2:12", `defaults.landlock: "strict": valid values are "require" (the default), "best-effort" and "off"`},
 		{"[defaults]\nlandlock = false\n", "2:12", "defaults.landlock: expected a string, found a boolean"},
@@ -227,5 +227,35 @@ func TestSymlinkedProfile(t *testing.T) {
 	os.Chmod(target, 0o606)
 	if _, err := Resolve(f.env, "x", ""); !errors.Is(err, fserr.ErrUnsafe) {
 		t.Errorf("Resolve(symlink to a world-writable file) = %v, want ErrUnsafe", err)
+	}
+}
+
+func TestConfigAllowDegraded(t *testing.T) {
+	home := t.TempDir()
+	for _, tc := range []struct {
+		text string
+		want bool
+		bad  bool
+	}{
+		{"[defaults]\nallow_degraded = true\n", true, false},
+		{"[defaults]\nallow_degraded = false\n", false, false},
+		{"[defaults]\n", false, false},
+		{"[defaults]\nallow_degraded = \"yes\"\n", false, true},
+	} {
+		dir := filepath.Join(home, ".config", "agentbox")
+		os.MkdirAll(dir, 0o700)
+		if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(tc.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := LoadConfig(Env{Home: home, ConfigDir: dir})
+		if tc.bad {
+			if err == nil || !strings.Contains(err.Error(), "config.toml:2") {
+				t.Errorf("LoadConfig(%q) = %v, want an error at config.toml:2", tc.text, err)
+			}
+			continue
+		}
+		if err != nil || cfg.AllowDegraded != tc.want {
+			t.Errorf("LoadConfig(%q) = %+v, %v; want AllowDegraded %v", tc.text, cfg, err, tc.want)
+		}
 	}
 }

@@ -43,8 +43,9 @@ type fileConfig struct {
 }
 
 type fileDefaults struct {
-	Landlock *string `toml:"landlock"`
-	Profile  *string `toml:"profile"`
+	Landlock      *string `toml:"landlock"`
+	Profile       *string `toml:"profile"`
+	AllowDegraded *bool   `toml:"allow_degraded"`
 	pathKeys
 }
 
@@ -70,6 +71,7 @@ var profileSchema = merged(pathSchema, schema{
 
 var configSchema = merged(prefixed("defaults.", pathSchema), schema{
 	"defaults": wantTable, "defaults.landlock": wantString, "defaults.profile": wantString,
+	"defaults.allow_degraded": "a boolean",
 })
 
 func merged(a, b schema) schema {
@@ -584,6 +586,9 @@ func parseConfig(path string, data []byte, home string) (Config, pos, error) {
 	d := fc.Defaults
 	c := &converter{file: path, home: home, x: x, prefix: "defaults.",
 		source: func(at pos) string { return fmt.Sprintf("config %s:%d", path, at.line) }}
+	if d.AllowDegraded != nil {
+		cfg.AllowDegraded = *d.AllowDegraded
+	}
 	if d.Landlock != nil {
 		switch *d.Landlock {
 		case "require", "best-effort", "off":

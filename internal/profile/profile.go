@@ -63,6 +63,9 @@ type Profile struct {
 // Config is ~/.config/agentbox/config.toml: settings for every run.
 type Config struct {
 	Landlock string // "require", "best-effort", "off", or "" (not set)
+	// AllowDegraded lets agentbox run with Landlock alone when user
+	// namespaces are unavailable (--allow-degraded).
+	AllowDegraded bool
 	// Profile forces a profile (NAME or builtin:NAME) when --profile is not
 	// given; LoadConfig has checked that it exists.
 	Profile string
