@@ -16,6 +16,7 @@ func Probe() Facts {
 		AppArmorRestrictUserns:  readInt("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
 		Seccomp:                 -1,
 	}
+	f.NestedUserns = nestedUserns()
 	f.Binary, _ = os.Executable()
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
@@ -39,4 +40,18 @@ func readInt(path string) int {
 		return -1
 	}
 	return n
+}
+
+// nestedUserns reads /proc/self/uid_map: the initial user namespace maps
+// every id to itself ("0 0 4294967295"), any other one does not. It returns
+// 1 for a nested namespace, 0 for the initial one and -1 when unknown.
+func nestedUserns() int {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return -1
+	}
+	if f := strings.Fields(string(b)); len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295" {
+		return 0
+	}
+	return 1
 }
