@@ -26,6 +26,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/agentbox/agentbox/internal/doctor"
 	"github.com/agentbox/agentbox/internal/session"
 	"github.com/agentbox/agentbox/landlock"
 	"github.com/agentbox/agentbox/sandbox"
@@ -260,6 +261,22 @@ func newApp(argv []string, stdout, stderr io.Writer) *cli.Command {
 				},
 			},
 			{
+				Name:         "doctor",
+				OnUsageError: onUsage,
+				Usage:        "check that this host lets agentbox run with all its guarantees; exit 1 when not",
+				UsageText:    "agentbox doctor [--json]",
+				Flags:        []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print a JSON array"}},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					if err := noArgv("doctor"); err != nil {
+						return err
+					}
+					if c.Args().Len() > 0 {
+						return &usageError{"doctor takes no arguments"}
+					}
+					return runDoctor(c.String("root"), c.Bool("json"), stdout)
+				},
+			},
+			{
 				Name:         "clean",
 				OnUsageError: onUsage,
 				Usage:        "remove abandoned sessions (never a live one); kept ones only by ID or with --kept",
@@ -408,6 +425,30 @@ func clean(rootFlag string, ids []string, kept, dry, asJSON bool, stdout io.Writ
 	}
 	if failed > 0 {
 		return &sandbox.Error{Code: sandbox.ExitSetup, Err: fmt.Errorf("clean: %d session(s) not removed", failed)}
+	}
+	return nil
+}
+
+// runDoctor prints doctor's findings and returns exit status 1 unless every
+// one is ok.
+func runDoctor(rootFlag string, asJSON bool, stdout io.Writer) error {
+	findings := doctor.Evaluate(doctor.Probe(doctor.Options{Root: rootFlag, Env: os.Environ()}))
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(findings); err != nil {
+			return err
+		}
+	} else {
+		for _, f := range findings {
+			fmt.Fprintf(stdout, "%-4s  %s: %s\n", strings.ToUpper(string(f.Status)), f.Name, f.Detail)
+			if f.Remedy != "" {
+				fmt.Fprintf(stdout, "      remedy: %s\n", strings.ReplaceAll(strings.TrimRight(f.Remedy, "\n"), "\n", "\n        "))
+			}
+		}
+	}
+	if !doctor.OK(findings) {
+		return &exitError{1}
 	}
 	return nil
 }

@@ -413,7 +413,15 @@ func dropPrivileges() error {
 	// call): init keeps nothing a same-uid process could borrow.
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData // all zero: no effective, permitted or inheritable capability
-	if _, _, e := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+	if _, _, e := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e == unix.ENOTSUP {
+		// A cgo build cannot use AllThreadsSyscall: clear this thread,
+		// the one the command is forked from. init's other threads keep
+		// capabilities of the sandbox's user namespace only, and cannot
+		// be ptraced (init is not dumpable).
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			return fmt.Errorf("capset: %w", err)
+		}
+	} else if e != 0 {
 		return fmt.Errorf("capset: %w", e)
 	}
 	runtime.KeepAlive(&hdr)
