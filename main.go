@@ -52,6 +52,9 @@ func main() {
 	if sandbox.IsInit() {
 		os.Exit(sandbox.InitMain())
 	}
+	if sandbox.IsDegraded() {
+		os.Exit(sandbox.DegradedMain())
+	}
 	os.Exit(Main(os.Args, os.Stdout, os.Stderr))
 }
 
@@ -128,6 +131,7 @@ func newApp(argv []string, stdout, stderr io.Writer) *cli.Command {
 		cfg := policyConfig(c, argv)
 		cfg.Root = c.String("root")
 		cfg.Keep = c.Bool("keep")
+		cfg.AllowDegraded = c.Bool("allow-degraded")
 		if c.Bool("verbose") {
 			cfg.Log = stderr
 		}
@@ -182,6 +186,7 @@ func newApp(argv []string, stdout, stderr io.Writer) *cli.Command {
 			&cli.StringSliceFlag{Name: "ro", Usage: "make `PATH` read-only inside (repeatable)"},
 			&cli.StringSliceFlag{Name: "hide", Usage: "replace `PATH` by an empty directory or file inside (repeatable)"},
 			&cli.StringSliceFlag{Name: "show", Usage: "do not hide `PATH` (repeatable)"},
+			&cli.BoolFlag{Name: "allow-degraded", Usage: "when user namespaces are unavailable, run with Landlock alone (weaker; says what does not hold)"},
 		},
 		DisableSliceFlagSeparator: true,
 		Action:                    runAction,

@@ -29,6 +29,10 @@ type Config struct {
 	Landlock string
 	// RW, RO, Hide and Show are the repeatable --rw, --ro, --hide and --show.
 	RW, RO, Hide, Show []string
+	// AllowDegraded runs the command with Landlock alone when user
+	// namespaces are unavailable (--allow-degraded, or allow_degraded in
+	// config.toml); never the default.
+	AllowDegraded bool
 	// ReconcileLimit bounds the abandoned sessions looked at per start (0: 8).
 	ReconcileLimit int
 }

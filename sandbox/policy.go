@@ -30,6 +30,8 @@ type Policy struct {
 	Create   []Entry         `json:"create"`
 	Mode     landlock.Mode   `json:"landlock"`
 	Notes    []string        `json:"notes,omitempty"` // the profile's known limitations
+	// AllowDegraded: run with Landlock alone when namespaces are unavailable.
+	AllowDegraded bool `json:"allow_degraded"`
 }
 
 // PolicyInput is everything the policy is computed from. BuildPolicy is

@@ -55,11 +55,13 @@ func Prepare(cfg Config) (Policy, error) {
 		}
 	}
 	hostRun, _ := env.Lookup(cfg.Env, "XDG_RUNTIME_DIR")
-	return BuildPolicy(PolicyInput{
+	pol, err := BuildPolicy(PolicyInput{
 		Home: home, Dir: dir, GitDir: GitCommonDir(dir), RuntimeDir: runtimeDirInside(os.Getuid()),
 		HostRuntimeDir: hostRun, Profile: prof, Config: conf,
 		RW: cfg.RW, RO: cfg.RO, Hide: cfg.Hide, Show: cfg.Show, Mode: mode,
 	})
+	pol.AllowDegraded = cfg.AllowDegraded || conf.AllowDegraded
+	return pol, err
 }
 
 // runtimeDirInside mirrors mounts.Config.RuntimeDir for this host.

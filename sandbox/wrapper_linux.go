@@ -117,6 +117,7 @@ func Run(cfg Config) (res Result, err error) {
 	defer sess.Close()
 	res.SessionID, res.SessionPath = sess.ID, sess.Path
 	logf("session %s at %s (root from %s)", sess.ID, sess.Path, root.Source)
+	testHook("created")
 
 	// Abandoned sessions are reconciled while the command runs, not before:
 	// nothing on the start path that can wait.
@@ -142,6 +143,10 @@ func Run(cfg Config) (res Result, err error) {
 	}
 
 	code, setupErr := start(cfg, pol, sess, root.FD, root.Path, uid, gid, umask, sigs, logf, startReconcile)
+	var de *degradeError
+	if errors.As(setupErr, &de) {
+		code, setupErr = runDegraded(cfg, pol, sess, de.cause, umask, sigs, logf)
+	}
 	// The command's exit does not wait for other sessions' cleanup beyond a
 	// moment: a reconcile cut short by our exit leaves its session in
 	// cleaning, under a free lock, and the next one resumes it.
@@ -157,10 +162,13 @@ func Run(cfg Config) (res Result, err error) {
 			res.Kept = true
 			fmt.Fprintf(cfg.Messages, "agentbox: kept session %s at %s (remove it with: agentbox clean %s)\n", sess.ID, sess.Path, sess.ID)
 		}
-	} else if rerr := sess.Remove(); rerr != nil {
-		res.CleanupErr = rerr
 	} else {
-		logf("session %s removed", sess.ID)
+		testHookCleaning(sess)
+		if rerr := sess.Remove(); rerr != nil {
+			res.CleanupErr = rerr
+		} else {
+			logf("session %s removed", sess.ID)
+		}
 	}
 	return res, setupErr
 }
@@ -262,12 +270,18 @@ func start(cfg Config, pol Policy, sess *session.Session, rootFD int, rootPath s
 		if !c.Userns {
 			return setupFailed(&Error{Code: ExitSetup, Err: fmt.Errorf("cannot start the sandbox: %w\n  cause: %s\n  remedy: %s", err, c.Cause, c.Remedy)})
 		}
+		if pol.AllowDegraded {
+			return 0, &degradeError{cause: c.Cause}
+		}
 		return setupFailed(&Error{Code: ExitSetup, Err: fmt.Errorf("cannot create the sandbox's namespaces: %w: %w\n  cause: %s\n  remedy: %s", err, remedy.ErrUsernsUnavailable, c.Cause, c.Remedy)})
 	}
 	// The child holds its copies now.
 	configR.Close()
 	reportW.Close()
 	controlR.Close()
+	for _, f := range append(sub, rootFile, sessFile) {
+		f.Close()
+	}
 	pid := cmd.Process.Pid
 	logf("init started, pid %d", pid)
 	if start, _, err := session.ProcStart(pid); err == nil {
@@ -306,6 +320,7 @@ func start(cfg Config, pol Policy, sess *session.Session, rootFD int, rootPath s
 	var setupErr error
 	if msg.Event == "started" {
 		sess.Move(session.Running, nil)
+		testHook("running")
 		logf("command started")
 		startReconcile()
 	} else {
@@ -313,6 +328,11 @@ func start(cfg Config, pol Policy, sess *session.Session, rootFD int, rootPath s
 	}
 	w := <-done
 	code := exitStatus(w.state)
+	if setupErr != nil && pol.AllowDegraded && errors.Is(setupErr, remedy.ErrUsernsUnavailable) {
+		// The namespaces exist but may not mount (Ubuntu's AppArmor
+		// restriction); init has exited.
+		return 0, &degradeError{cause: "the new namespaces may not mount"}
+	}
 	if setupErr != nil {
 		sess.Move(session.SetupFailed, func(r *session.Record) { r.Error = setupErr.Error() })
 		return ExitCode(setupErr), setupErr
@@ -321,6 +341,7 @@ func start(cfg Config, pol Policy, sess *session.Session, rootFD int, rootPath s
 		return setupFailed(errorf(ExitSetup, "wait: %w", w.err))
 	}
 	sess.Move(session.Exited, func(r *session.Record) { r.ExitStatus = &code })
+	testHook("exited")
 	logf("command exited with status %d", code)
 	return code, nil
 }
@@ -400,6 +421,12 @@ func exitStatus(st *os.ProcessState) int {
 	}
 	return ExitSetup
 }
+
+// degradeError asks Run to go on in degraded mode (--allow-degraded): the
+// namespaces could not be made, for cause.
+type degradeError struct{ cause string }
+
+func (e *degradeError) Error() string { return "user namespaces unavailable: " + e.cause }
 
 // reconcileGrace is how long a finished run waits for its background
 // reconcile.

@@ -215,8 +215,15 @@ func readState(dirfd int) (Record, error) {
 // error). Every process of the sandbox must be gone.
 func (s *Session) Remove() error {
 	if s.rec.State != Cleaning {
-		if err := s.Move(Cleaning, nil); err != nil {
+		if err := CanMove(s.rec.State, Cleaning); err != nil {
 			return err
+		}
+		if err := s.Move(Cleaning, nil); err != nil {
+			// The record could not be written, typically because the
+			// command filled the filesystem: remove anyway, which frees
+			// the space. A crash from here on leaves the previous state,
+			// which a reconcile cleans too.
+			s.rec.State = Cleaning
 		}
 	}
 	if err := removeSession(s.root, s.ID, s.fd); err != nil {
