@@ -98,8 +98,14 @@ func DegradedMain() int {
 	if err := unix.Chdir(string(cfg.Dir)); err != nil {
 		return fail(ExitSetup, fmt.Errorf("working directory %s: %w", cfg.Dir, err))
 	}
-	if err := dropPrivileges(); err != nil {
-		return fail(ExitSetup, err)
+	// Without a user namespace, only root has capabilities to drop (and
+	// the CAP_SETPCAP to drop them); anyone else gets no_new_privs.
+	if os.Geteuid() == 0 {
+		if err := dropPrivileges(); err != nil {
+			return fail(ExitSetup, err)
+		}
+	} else if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fail(ExitSetup, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err))
 	}
 	if _, err := landlock.Apply(cfg.Landlock); err != nil {
 		return fail(ExitSetup, err)
