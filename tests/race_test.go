@@ -64,7 +64,7 @@ echo $n
 		t.Logf("attacker loops: %s", strings.TrimSpace(out.String()))
 	}()
 
-	const sessions = 200
+	const sessions = 500
 	loop := fmt.Sprintf(`i=0; while [ $i -lt %d ]; do env -u HOME %q -- sh -c 'echo x > /tmp/f; echo y > /var/tmp/g' || exit $?; i=$((i+1)); done`, sessions, agentboxBin)
 	cmd := a.Cmd("/bin/sh", "-c", loop)
 	cmd.Dir = a.workDir()
@@ -135,5 +135,54 @@ exit $fail`, agentboxBin, root, p)
 	}
 	if left := sessionIDs(t, root); len(left) != 0 {
 		t.Errorf("%d sessions left in the root: %v", len(left), left)
+	}
+}
+
+// TestPlantedLinksInSession: links to an outside sentinel planted where
+// agentbox writes or removes inside a session directory (the temporary
+// state file, the state file, each of tmp/, var-tmp/, run/) are never
+// followed: a clean of that session removes the links and leaves the
+// sentinel's bytes, mode and mtime as they were.
+func TestPlantedLinksInSession(t *testing.T) {
+	t.Parallel()
+	a, _ := users(t)
+	p := a.project(t)
+	root := filepath.Join(p, "root")
+	sentinelDir := filepath.Join(p, "outside")
+	a.mkdir(t, sentinelDir, 0o700)
+	sentinel := filepath.Join(sentinelDir, "sentinel")
+	a.writeFile(t, sentinel, "keep these bytes\n", 0o600)
+	a.writeFile(t, filepath.Join(sentinelDir, "inner"), "inner\n", 0o600)
+	before := snapshot(t, sentinel)
+
+	for _, name := range []string{"state.tmp", "state", "tmp", "var-tmp", "run"} {
+		t.Run(name, func(t *testing.T) {
+			r := a.box(t, nil, "--keep", "--root", root, "--", "true")
+			wantCode(t, "agentbox --keep", r, 0)
+			id, dir := keptSession(t, r.stderr)
+			target := sentinel
+			if name == "tmp" || name == "var-tmp" || name == "run" {
+				target = sentinelDir
+			}
+			script := `rm -rf "$1/$2" && ln -s "$3" "$1/$2"`
+			if name == "state.tmp" {
+				script = `ln -s "$3" "$1/$2"`
+			}
+			wantCode(t, "plant "+name, a.sh(t, nil, script, dir, name, target), 0)
+			cr := run(t, a.agentbox(nil, "clean", "--root", root, id))
+			if cr.code != 0 && cr.code != 125 {
+				t.Errorf("agentbox clean %s with %s planted: %v", id, name, cr)
+			}
+			if after := snapshot(t, sentinel); after != before {
+				t.Errorf("sentinel changed with %s planted: %v, was %v", name, after, before)
+			}
+			if got := readFile(t, filepath.Join(sentinelDir, "inner")); got != "inner\n" {
+				t.Errorf("the outside directory's file changed: %q", got)
+			}
+			if cr.code == 0 && exists(t, dir) {
+				t.Errorf("clean exited 0 but %s is still there", dir)
+			}
+			os.RemoveAll(dir)
+		})
 	}
 }
