@@ -4,6 +4,9 @@
 //
 //	agentbox [flags] -- CMD [ARGS...]
 //	agentbox run [flags] -- CMD [ARGS...]
+//	agentbox policy [flags] [--json] [-- CMD]
+//	agentbox explain [flags] [--json] PATH [-- CMD]
+//	agentbox doctor [--json]
 //	agentbox ps [--json]
 //	agentbox clean [--dry-run] [--json] [--kept] [ID...]
 //
@@ -162,11 +165,14 @@ func newApp(argv []string, stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:      "agentbox",
 		Usage:     "run an AI coding agent with a private /tmp, /var/tmp and runtime dir",
-		UsageText: "agentbox [flags] -- CMD [ARGS...]\nagentbox run [flags] -- CMD [ARGS...]\nagentbox ps [--json]\nagentbox clean [--dry-run] [--json] [--kept] [ID...]",
+		UsageText: "agentbox [flags] -- CMD [ARGS...]\nagentbox run [flags] -- CMD [ARGS...]\nagentbox policy [flags] [--json] [-- CMD]\nagentbox explain [flags] [--json] PATH [-- CMD]\nagentbox doctor [--json]\nagentbox ps [--json]\nagentbox clean [--dry-run] [--json] [--kept] [ID...]",
 		Description: "agentbox runs CMD in new user, mount and PID namespaces, as your own uid, with no capabilities.\n" +
 			"Each session gets a fresh mode-0700 directory under the session root; its tmp/, var-tmp/ and run/\n" +
 			"are mounted over /tmp, /var/tmp and the runtime directory (XDG_RUNTIME_DIR); /dev/shm and /proc\n" +
-			"are private. TMPDIR, TMP, TEMP and TEMPDIR are /tmp. The session is removed when CMD exits.\n\n" +
+			"are private. TMPDIR, TMP, TEMP and TEMPDIR are /tmp. The session is removed when CMD exits.\n" +
+			"CMD may write only its working directory, these private directories and what its profile\n" +
+			"and --rw grant (read-only mounts and Landlock); credentials such as ~/.ssh are hidden.\n" +
+			"agentbox policy -- CMD shows the policy; agentbox explain PATH -- CMD explains a denial.\n\n" +
 			"Session root: --root, else AGENTBOX_ROOT, else $XDG_STATE_HOME/agentbox, else\n" +
 			"~/.local/state/agentbox, else (no usable home) /tmp/agentbox-UID.\n\n" +
 			"Exit status: CMD's own; 128+N if it died of signal N; 125 agentbox's own error;\n" +
