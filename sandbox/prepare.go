@@ -151,3 +151,8 @@ func createGranted(p Policy) error {
 	}
 	return nil
 }
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}

@@ -164,10 +164,11 @@ func Run(cfg Config) (res Result, err error) {
 		}
 	} else {
 		testHookCleaning(sess)
+		removeStart := time.Now()
 		if rerr := sess.Remove(); rerr != nil {
 			res.CleanupErr = rerr
 		} else {
-			logf("session %s removed", sess.ID)
+			logf("session %s removed in %.3fs", sess.ID, time.Since(removeStart).Seconds())
 		}
 	}
 	return res, setupErr
@@ -459,10 +460,6 @@ func bytesOf(s []string) [][]byte {
 	return b
 }
 
-func isDir(p string) bool {
-	var st unix.Stat_t
-	return unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
-}
 
 func dupFile(fd int, name string) (*os.File, error) {
 	nfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3)

@@ -3,6 +3,7 @@
 package session
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -165,25 +166,57 @@ func (s *Session) write() error {
 	return writeState(s.fd, s.rec)
 }
 
+// recordBlock: a record is padded with spaces to a multiple of it, so that
+// rewriting the spare file reuses its blocks.
+const recordBlock = 4096
+
+// writeState writes r into the spare file (state.tmp) in place and
+// exchanges it with the state file (renameat2 RENAME_EXCHANGE), so the spare
+// then holds the previous record, ready for the next write. Creating a file
+// costs about 0.6 ms on some disks (this project's CI: ext4 with discard)
+// and rewriting one about 5 µs: only the first two records create files.
+// A symlink at either name is refused (O_NOFOLLOW) or replaced, never
+// followed.
 func writeState(dirfd int, r Record) error {
 	b := r.Marshal()
-	// O_NOFOLLOW|O_TRUNC: a leftover from a crashed write is reused; a symlink
-	// in its place is refused rather than followed.
-	fd, err := unix.Openat(dirfd, stateTmp, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if n := len(b) % recordBlock; n != 0 {
+		b = append(b, bytes.Repeat([]byte{' '}, recordBlock-n)...)
+	}
+	b[len(b)-1] = '\n'
+	fd, err := unix.Openat(dirfd, stateTmp, unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("openat %s: %w", stateTmp, err)
 	}
-	f := os.NewFile(uintptr(fd), stateTmp)
-	_, werr := f.Write(b)
-	cerr := f.Close()
+	var st unix.Stat_t
+	werr := unix.Fstat(fd, &st)
+	if werr == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+		werr = fmt.Errorf("not a regular file")
+	}
+	if werr == nil {
+		var n int
+		n, werr = unix.Pwrite(fd, b, 0)
+		if werr == nil && n != len(b) {
+			werr = io.ErrShortWrite
+		}
+	}
+	if werr == nil && st.Size > int64(len(b)) {
+		werr = unix.Ftruncate(fd, int64(len(b)))
+	}
+	cerr := unix.Close(fd)
 	if werr != nil {
 		return fmt.Errorf("write %s: %w", stateTmp, werr)
 	}
 	if cerr != nil {
 		return fmt.Errorf("close %s: %w", stateTmp, cerr)
 	}
-	if err := unix.Renameat(dirfd, stateTmp, dirfd, StateFile); err != nil {
-		return fmt.Errorf("renameat %s %s: %w", stateTmp, StateFile, err)
+	err = unix.Renameat2(dirfd, stateTmp, dirfd, StateFile, unix.RENAME_EXCHANGE)
+	if err == unix.ENOENT || err == unix.EINVAL {
+		// No state file yet (the first record), or a filesystem without
+		// RENAME_EXCHANGE: an ordinary rename is atomic too.
+		err = unix.Renameat(dirfd, stateTmp, dirfd, StateFile)
+	}
+	if err != nil {
+		return fmt.Errorf("renameat2 %s %s: %w", stateTmp, StateFile, err)
 	}
 	return nil
 }

@@ -102,8 +102,11 @@ func TestMoveRecordsAndRefusesIllegal(t *testing.T) {
 	if r.State != Exited || r.ExitStatus == nil || *r.ExitStatus != 3 {
 		t.Errorf("state file = %+v, want exited with status 3", r)
 	}
-	if _, err := os.Lstat(filepath.Join(s.Path, stateTmp)); !os.IsNotExist(err) {
-		t.Errorf("%s left behind: %v", stateTmp, err)
+	// The spare holds the previous record, ready to be rewritten in place.
+	if b, err := os.ReadFile(filepath.Join(s.Path, stateTmp)); err != nil {
+		t.Errorf("spare %s: %v", stateTmp, err)
+	} else if prev, err := ParseRecord(b); err != nil || prev.State != Running {
+		t.Errorf("spare %s = %+v, %v; want the previous (running) record", stateTmp, prev, err)
 	}
 }
 
@@ -260,5 +263,32 @@ func TestProcStart(t *testing.T) {
 	}
 	if _, _, err := ProcStart(1 << 30); err == nil {
 		t.Errorf("ProcStart(no such pid) = nil error")
+	}
+}
+
+func TestStateRecordsGrowAndShrink(t *testing.T) {
+	fd, dir := openRoot(t)
+	s := create(t, fd, dir)
+	long := strings.Repeat("e", 9000)
+	if err := s.Move(SetupFailed, func(r *Record) { r.Error = long }); err != nil {
+		t.Fatal(err)
+	}
+	if r := readRecord(t, dir, s.ID); r.Error != long {
+		t.Fatalf("long record read back with error of %d bytes, want %d", len(r.Error), len(long))
+	}
+	if err := s.Move(Kept, func(r *Record) { r.Error = "" }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Move(Cleaning, nil); err != nil {
+		t.Fatal(err)
+	}
+	if r := readRecord(t, dir, s.ID); r.State != Cleaning || r.Error != "" {
+		t.Errorf("after shrinking: %+v, want cleaning with no error", r)
+	}
+	for _, name := range []string{StateFile, stateTmp} {
+		fi, err := os.Stat(filepath.Join(s.Path, name))
+		if err != nil || fi.Size()%recordBlock != 0 || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v; want a 0600 file of whole %d-byte blocks", name, fi, err, recordBlock)
+		}
 	}
 }
