@@ -460,7 +460,6 @@ func bytesOf(s []string) [][]byte {
 	return b
 }
 
-
 func dupFile(fd int, name string) (*os.File, error) {
 	nfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3)
 	if err != nil {
