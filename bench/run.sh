@@ -27,7 +27,7 @@ fi
 # Everything lives outside /tmp (private inside the sandbox, and agentbox
 # refuses to start from under it: a checkout may well be there) in a
 # directory the sandbox may use as its project.
-W=${BENCH_DIR:-${HOME:-/root}/.cache/agentbox-bench}
+W=${BENCH_DIR:-${HOME:-/root}/agentbox-bench}
 rm -rf "$W/root" "$W/root1000" "$W/plain" "$W/project"
 mkdir -p "$W/project" "$W/root" "$W/root1000"
 chmod 700 "$W/root" "$W/root1000"
