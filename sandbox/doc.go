@@ -20,6 +20,9 @@
 //		...
 //	}
 //
-// It is not for policy decisions beyond the session's own directories
-// (Landlock lives in package landlock) and never parses flags.
+// It also joins the leaf packages into the effective policy (BuildPolicy,
+// pure: profile, config and flags → writable, read-only and hidden paths and
+// the Landlock rules; Prepare reads the files it needs), and runs degraded
+// mode (Landlock alone) when asked to and namespaces are unavailable. It
+// never parses flags: main does.
 package sandbox
