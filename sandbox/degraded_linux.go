@@ -174,22 +174,7 @@ func runDegraded(cfg Config, pol Policy, sess *session.Session, cause string, um
 		ExtraFiles:  []*os.File{configR, reportW},
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	}
-	type waited struct {
-		state *os.ProcessState
-		err   error
-	}
-	startErr, done := make(chan error, 1), make(chan waited, 1)
-	go func() {
-		runtime.LockOSThread() // Pdeathsig belongs to the forking thread
-		if err := cmd.Start(); err != nil {
-			startErr <- err
-			return
-		}
-		startErr <- nil
-		err := cmd.Wait()
-		done <- waited{cmd.ProcessState, err}
-	}()
-	err = <-startErr
+	done, err := startLocked(cmd)
 	configR.Close()
 	reportW.Close()
 	if err != nil {

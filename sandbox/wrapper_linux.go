@@ -249,24 +249,8 @@ func start(cfg Config, pol Policy, sess *session.Session, rootFD int, rootPath s
 		},
 	}
 
-	type waited struct {
-		state *os.ProcessState
-		err   error
-	}
-	startErr := make(chan error, 1)
-	done := make(chan waited, 1)
-	go func() {
-		// Never unlocked: the thread must outlive the child (go.dev/issue/27505).
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			startErr <- err
-			return
-		}
-		startErr <- nil
-		err := cmd.Wait()
-		done <- waited{cmd.ProcessState, err}
-	}()
-	if err := <-startErr; err != nil {
+	done, err := startLocked(cmd)
+	if err != nil {
 		c := remedy.Diagnose(remedy.Clone, err, remedy.Probe())
 		if !c.Userns {
 			return setupFailed(&Error{Code: ExitSetup, Err: fmt.Errorf("cannot start the sandbox: %w\n  cause: %s\n  remedy: %s", err, c.Cause, c.Remedy)})
@@ -421,6 +405,30 @@ func exitStatus(st *os.ProcessState) int {
 		return 128 + int(ws.Signal())
 	}
 	return ExitSetup
+}
+
+// waited is how a started child ended.
+type waited struct {
+	state *os.ProcessState
+	err   error
+}
+
+// startLocked starts cmd from a goroutine locked to its OS thread and
+// never unlocked: Pdeathsig belongs to the forking thread, which must outlive
+// the child (go.dev/issue/27505). The channel yields the child's end.
+func startLocked(cmd *exec.Cmd) (<-chan waited, error) {
+	startErr, done := make(chan error, 1), make(chan waited, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			startErr <- err
+			return
+		}
+		startErr <- nil
+		err := cmd.Wait()
+		done <- waited{cmd.ProcessState, err}
+	}()
+	return done, <-startErr
 }
 
 // degradeError asks Run to go on in degraded mode (--allow-degraded): the

@@ -70,8 +70,8 @@ func Probe(opt Options) Facts {
 		f.TmpIsDir = tst.Mode&unix.S_IFMT == unix.S_IFDIR
 		f.TmpMode = tst.Mode & 0o7777
 	}
-	f.ProtectedSymlinks = readInt("/proc/sys/fs/protected_symlinks")
-	f.LegacyTIOCSTI = readInt("/proc/sys/dev/tty/legacy_tiocsti")
+	f.ProtectedSymlinks = remedy.ReadInt("/proc/sys/fs/protected_symlinks")
+	f.LegacyTIOCSTI = remedy.ReadInt("/proc/sys/dev/tty/legacy_tiocsti")
 	f.RuntimeDir = probeRuntimeDir(opt.Env)
 	f.Binary = probeBinary(home)
 	return f
@@ -301,18 +301,6 @@ func procStatus(path string) map[string]int {
 		}
 	}
 	return out
-}
-
-func readInt(path string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return -1
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return -1
-	}
-	return n
 }
 
 func exists(p string) bool {

@@ -11,9 +11,9 @@ import (
 // Probe reads the host facts from /proc.
 func Probe() Facts {
 	f := Facts{
-		MaxUserNamespaces:       readInt("/proc/sys/user/max_user_namespaces"),
-		UnprivilegedUsernsClone: readInt("/proc/sys/kernel/unprivileged_userns_clone"),
-		AppArmorRestrictUserns:  readInt("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
+		MaxUserNamespaces:       ReadInt("/proc/sys/user/max_user_namespaces"),
+		UnprivilegedUsernsClone: ReadInt("/proc/sys/kernel/unprivileged_userns_clone"),
+		AppArmorRestrictUserns:  ReadInt("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
 		Seccomp:                 -1,
 	}
 	f.NestedUserns = nestedUserns()
@@ -30,7 +30,9 @@ func Probe() Facts {
 	return f
 }
 
-func readInt(path string) int {
+// ReadInt reads a /proc or /sys file holding one integer; -1 when it is
+// missing or unreadable (never 0, which would read as a setting).
+func ReadInt(path string) int {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return -1

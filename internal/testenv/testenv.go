@@ -71,3 +71,12 @@ func RequireLandlock(t testing.TB) {
 		missing(t, "Landlock", fmt.Sprintf("landlock_create_ruleset: %v (ABI %d)", e, v), "use Linux ≥ 6.12 booted with lsm=...,landlock (CONFIG_SECURITY_LANDLOCK=y)")
 	}
 }
+
+// RequireLandlockABI needs Landlock ABI want or newer; have is the ABI the
+// caller read (its own probe knows errata the raw version call does not).
+func RequireLandlockABI(t testing.TB, have, want int, detail string) {
+	t.Helper()
+	if have < want {
+		missing(t, fmt.Sprintf("Landlock ABI >= %d", want), fmt.Sprintf("ABI %d, %s", have, detail), "boot a newer Linux with landlock in lsm=... (ABI 5: 6.10, ABI 6: 6.12)")
+	}
+}
