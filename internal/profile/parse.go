@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -132,7 +133,7 @@ func decode(file string, data []byte, v any, s schema) (*index, error) {
 	return walk(file, data, s)
 }
 
-var mismatch = regexp.MustCompile(`cannot decode TOML ([a-z ]+?) into`)
+var mismatch = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`cannot decode TOML ([a-z ]+?) into`) })
 
 // decodeError turns go-toml's errors into a ParseError with the position
 // they carry and a message in the words of the schema.
@@ -179,7 +180,7 @@ func decodeError(file string, err error, s schema) error {
 		}
 		key := strings.Join(k, ".")
 		found := ""
-		if m := mismatch.FindStringSubmatch(msg); m != nil {
+		if m := mismatch().FindStringSubmatch(msg); m != nil {
 			found = article(m[1])
 		} else if strings.HasPrefix(msg, "cannot store a table") {
 			found = "a table"
@@ -470,11 +471,11 @@ func within(p, dir string) bool {
 }
 
 // nameRE is what --profile NAME, extends and profiles/NAME.toml accept.
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$`) })
 
 // isName reports whether s is a profile name. A name ending in .toml would
 // be a file to --profile.
-func isName(s string) bool { return nameRE.MatchString(s) && !strings.HasSuffix(s, ".toml") }
+func isName(s string) bool { return nameRE().MatchString(s) && !strings.HasSuffix(s, ".toml") }
 
 // commandName is a command base name in commands.
 func commandName(s string) error {

@@ -200,7 +200,7 @@ func Builtin(name, home string) (Profile, bool) {
 // BuiltinNames lists the built-in profiles, sorted.
 func BuiltinNames() []string {
 	var names []string
-	for name := range builtinSources {
+	for name := range builtinSources() {
 		names = append(names, name)
 	}
 	slices.Sort(names)
@@ -231,7 +231,7 @@ func (l *loader) builtin(name string) (*Profile, error) {
 	if p, ok := l.cache[id]; ok {
 		return p, nil
 	}
-	src, ok := builtinSources[name]
+	src, ok := builtinSources()[name]
 	if !ok {
 		return nil, &missingError{fmt.Sprintf("no built-in profile %q (built-ins: %s)", name, strings.Join(BuiltinNames(), ", "))}
 	}
@@ -278,7 +278,7 @@ func (l *loader) lookup(ref string) (*Profile, error) {
 			return p, err
 		}
 	}
-	if _, ok := builtinSources[ref]; ok {
+	if _, ok := builtinSources()[ref]; ok {
 		return l.builtin(ref)
 	}
 	where := "no profiles directory"
@@ -377,7 +377,7 @@ func (l *loader) resolve(leaf *Profile) (Profile, error) {
 			}
 			names = append(names, label(parent))
 			msg := "cycle: " + strings.Join(names, " → ")
-			if _, ok := builtinSources[cur.Extends]; ok && parent.Origin != "builtin" {
+			if _, ok := builtinSources()[cur.Extends]; ok && parent.Origin != "builtin" {
 				msg += fmt.Sprintf(`; to extend the built-in profile, write extends = "builtin:%s"`, cur.Extends)
 			}
 			return Profile{}, l.extendsError(cur, msg)
