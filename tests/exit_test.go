@@ -188,3 +188,45 @@ func (u user) mkdir(t *testing.T, path string, mode os.FileMode) {
 		t.Fatal(err)
 	}
 }
+
+// TestBarePrefixMatchesParsedRun checks that `agentbox -- CMD`, which skips
+// the CLI library, sets up exactly what `agentbox run -- CMD` (parsed, every
+// flag at its default) does: the same environment, mounts, write policy and
+// exit status. The session id is the only difference.
+func TestBarePrefixMatchesParsedRun(t *testing.T) {
+	t.Parallel()
+	a, _ := users(t)
+	p := a.project(t)
+	script := `env | sort
+awk '{print $5, $6}' /proc/self/mountinfo | sort
+for d in "$PWD" "$HOME" /tmp /var/tmp /dev/shm "$XDG_RUNTIME_DIR" /etc; do
+	if (: > "$d/abtest-probe") 2>/dev/null; then echo "write $d: yes"; rm -f "$d/abtest-probe"; else echo "write $d: no"; fi
+done
+exit 7`
+	var outs [2]string
+	for i, pre := range [][]string{{"--"}, {"run", "--"}} {
+		r := a.box(t, nil, append(pre, "sh", "-c", "cd "+p+" && "+script)...)
+		wantCode(t, "agentbox "+strings.Join(pre, " ")+" sh", r, 7)
+		if len(r.stderr) != 0 {
+			t.Fatalf("agentbox %s: stderr %q, want none", pre, r.stderr)
+		}
+		id := ""
+		for _, l := range strings.Split(string(r.stdout), "\n") {
+			if v, ok := strings.CutPrefix(l, "AGENTBOX_SESSION="); ok {
+				id = v
+			}
+		}
+		if id == "" {
+			t.Fatalf("agentbox %s: no AGENTBOX_SESSION in\n%s", pre, r.stdout)
+		}
+		outs[i] = strings.ReplaceAll(string(r.stdout), id, "ID")
+	}
+	if outs[0] != outs[1] {
+		t.Errorf("agentbox -- and agentbox run -- differ:\n--- bare\n%s\n--- run\n%s", outs[0], outs[1])
+	}
+	for _, want := range []string{"write " + p + ": yes", "write /tmp: yes", "write /etc: no", "TMPDIR=/tmp"} {
+		if !strings.Contains(outs[0], want) {
+			t.Errorf("output lacks %q:\n%s", want, outs[0])
+		}
+	}
+}
