@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v3"
+	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/internal/doctor"
 	"github.com/agentbox/agentbox/internal/session"
@@ -133,6 +134,26 @@ func runSandbox(cfg sandbox.Config, stderr io.Writer) error {
 	return nil
 }
 
+// statusFile checks that fd is open for writing and returns it, not
+// inherited by the sandbox.
+func statusFile(fd int) (*os.File, error) {
+	if fd < 0 {
+		return nil, &usageError{fmt.Sprintf("--status-fd %d: not a file descriptor; give one that is open for writing, as in --status-fd 3 3>events.jsonl", fd)}
+	}
+	if fd <= 2 {
+		return nil, &usageError{fmt.Sprintf("--status-fd %d: that is the command's standard %s, which agentbox passes through untouched; use a descriptor of 3 or more", fd, []string{"input", "output", "error"}[fd])}
+	}
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return nil, &usageError{fmt.Sprintf("--status-fd %d: descriptor %d is not open (%v); open it for writing, as in --status-fd %d %d>events.jsonl", fd, fd, err, fd, fd)}
+	}
+	if fl&unix.O_ACCMODE == unix.O_RDONLY {
+		return nil, &usageError{fmt.Sprintf("--status-fd %d: descriptor %d is open read-only; open it for writing, as in %d>events.jsonl", fd, fd, fd)}
+	}
+	unix.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), "status"), nil
+}
+
 // policyConfig reads the policy flags shared by run, policy and explain.
 func policyConfig(c *cli.Command, argv []string) sandbox.Config {
 	return sandbox.Config{
@@ -164,6 +185,14 @@ func newApp(argv []string, stdout, stderr io.Writer) *cli.Command {
 		cfg.AllowDegraded = c.Bool("allow-degraded")
 		if c.Bool("verbose") {
 			cfg.Log = stderr
+		}
+		if fd := c.Int("status-fd"); fd != -1 {
+			f, err := statusFile(fd)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			cfg.Status = f
 		}
 		return runSandbox(cfg, stderr)
 	}
@@ -207,6 +236,7 @@ func newApp(argv []string, stdout, stderr io.Writer) *cli.Command {
 			&cli.StringSliceFlag{Name: "hide", Usage: "replace `PATH` by an empty directory or file inside (repeatable)"},
 			&cli.StringSliceFlag{Name: "show", Usage: "do not hide `PATH` (repeatable)"},
 			&cli.BoolFlag{Name: "allow-degraded", Usage: "when user namespaces are unavailable, run with Landlock alone (weaker; says what does not hold)"},
+			&cli.IntFlag{Name: "status-fd", Value: -1, Usage: "write lifecycle events to descriptor `N`, one JSON object per line (session, state, started, exited, error, cleanup)"},
 		},
 		DisableSliceFlagSeparator: true,
 		Action:                    runAction,

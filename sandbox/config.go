@@ -35,6 +35,11 @@ type Config struct {
 	AllowDegraded bool
 	// ReconcileLimit bounds the abandoned sessions looked at per start (0: 8).
 	ReconcileLimit int
+	// Status, when set, receives the lifecycle events, one JSON Event per
+	// line (--status-fd).
+	Status io.Writer
+
+	status *statusWriter // from Status, set by Run
 }
 
 // Result is how a run ended.
@@ -70,7 +75,7 @@ type initConfig struct {
 
 // initMsg is what the init stage reports on fd 4, one JSON object.
 type initMsg struct {
-	Event string `json:"event"` // "started" or "error"
+	Event string `json:"event"` // "started" or "error"; then "signaled" if the command died of Signal
 	PID   int    `json:"pid,omitempty"`
 	Code  int    `json:"code,omitempty"`
 	Stage string `json:"stage,omitempty"` // "mount", "exec", "setup"
@@ -78,6 +83,7 @@ type initMsg struct {
 	Msg   string `json:"msg,omitempty"`
 	// NotFound is set when the command could not be found inside.
 	NotFound bool `json:"not_found,omitempty"`
+	Signal   int  `json:"signal,omitempty"`
 }
 
 // Descriptors of the init stage (ExtraFiles order).

@@ -209,6 +209,7 @@ func runDegraded(cfg Config, pol Policy, sess *session.Session, cause string, um
 	if err := json.NewDecoder(reportR).Decode(&msg); err == nil {
 		setupErr = initError(cfg, msg)
 	} else {
+		cfg.status.emit(Event{Event: "started", Mode: "degraded", PID: pid})
 		sess.Move(session.Running, nil) // EOF: the exec succeeded
 		logf("command started (degraded)")
 	}
@@ -218,6 +219,7 @@ func runDegraded(cfg Config, pol Policy, sess *session.Session, cause string, um
 		return setupFailed(setupErr)
 	}
 	code := exitStatus(w.state)
+	emitExited(cfg.status, waitSignal(w.state), code)
 	sess.Move(session.Exited, func(r *session.Record) { r.ExitStatus = &code })
 	return code, nil
 }

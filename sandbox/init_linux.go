@@ -168,9 +168,13 @@ func InitMain() int {
 		return fail(code, "exec", fmt.Errorf("%s: %w", argv[0], unwrapPath(err)))
 	}
 	json.NewEncoder(report).Encode(initMsg{Event: "started", PID: proc.Pid})
-	report.Close()
 	go relaySignals(proc.Pid, sigs, control)
-	return reap(proc.Pid)
+	code, sig := reap(proc.Pid)
+	if sig != 0 {
+		// The exit status says 128+N either way; this says which it was.
+		json.NewEncoder(report).Encode(initMsg{Event: "signaled", Signal: int(sig)})
+	}
+	return code
 }
 
 func strs(b [][]byte) []string {
@@ -338,7 +342,7 @@ func samePgrp(pid int) bool {
 
 // reap waits for every child (orphans of the sandbox are re-parented to us)
 // until the command itself exits, and returns its status.
-func reap(pid int) int {
+func reap(pid int) (int, syscall.Signal) {
 	for {
 		var ws syscall.WaitStatus
 		got, err := syscall.Wait4(-1, &ws, 0, nil)
@@ -346,16 +350,16 @@ func reap(pid int) int {
 			continue
 		}
 		if err != nil { // ECHILD: cannot happen while the command is ours
-			return ExitSetup
+			return ExitSetup, 0
 		}
 		if got != pid {
 			continue
 		}
 		switch {
 		case ws.Exited():
-			return ws.ExitStatus()
+			return ws.ExitStatus(), 0
 		case ws.Signaled():
-			return 128 + int(ws.Signal())
+			return 128 + int(ws.Signal()), ws.Signal()
 		}
 	}
 }

@@ -64,6 +64,14 @@ func Run(cfg Config) (res Result, err error) {
 	if cfg.Messages == nil {
 		cfg.Messages = os.Stderr
 	}
+	cfg.status = newStatus(cfg.Status)
+	defer func() {
+		if err != nil && res.SessionID == "" {
+			// No session: the error is all there is to report.
+			code := ExitCode(err)
+			cfg.status.emit(Event{Event: "error", ExitStatus: &code, Error: err.Error()})
+		}
+	}()
 	logf := func(format string, a ...any) {
 		if cfg.Log != nil {
 			fmt.Fprintf(cfg.Log, "agentbox: "+format+"\n", a...)
@@ -116,6 +124,12 @@ func Run(cfg Config) (res Result, err error) {
 	}
 	defer sess.Close()
 	res.SessionID, res.SessionPath = sess.ID, sess.Path
+	if st := cfg.status; st != nil {
+		st.session = sess.ID
+		st.emit(Event{Event: "session", Path: sess.Path, Root: root.Path, WrapperPID: os.Getpid()})
+		st.observe()(sess.Record())
+		sess.OnMove = st.observe()
+	}
 	logf("session %s at %s (root from %s)", sess.ID, sess.Path, root.Source)
 	testHook("created")
 
@@ -154,12 +168,15 @@ func Run(cfg Config) (res Result, err error) {
 	res.ExitCode = code
 	if setupErr != nil {
 		res.ExitCode = ExitCode(setupErr)
+		cfg.status.emit(Event{Event: "error", ExitStatus: &res.ExitCode, Error: setupErr.Error()})
 	}
+	cleanup := Event{Event: "cleanup"}
 	if cfg.Keep {
 		if kerr := sess.Keep(); kerr != nil {
 			res.CleanupErr = kerr
 		} else {
 			res.Kept = true
+			cleanup.Result, cleanup.Path = CleanupKept, sess.Path
 			fmt.Fprintf(cfg.Messages, "agentbox: kept session %s at %s (remove it with: agentbox clean %s)\n", sess.ID, sess.Path, sess.ID)
 		}
 	} else {
@@ -168,9 +185,14 @@ func Run(cfg Config) (res Result, err error) {
 		if rerr := sess.Remove(); rerr != nil {
 			res.CleanupErr = rerr
 		} else {
-			logf("session %s removed in %.3fs", sess.ID, time.Since(removeStart).Seconds())
+			cleanup.Result, cleanup.Seconds = CleanupRemoved, time.Since(removeStart).Seconds()
+			logf("session %s removed in %.3fs", sess.ID, cleanup.Seconds)
 		}
 	}
+	if res.CleanupErr != nil {
+		cleanup.Result, cleanup.Error = CleanupFailed, res.CleanupErr.Error()
+	}
+	cfg.status.emit(cleanup)
 	return res, setupErr
 }
 
@@ -304,6 +326,13 @@ func start(cfg Config, pol Policy, sess *session.Session, rootFD int, rootPath s
 	}
 	var setupErr error
 	if msg.Event == "started" {
+		e := Event{Event: "started", Mode: "namespaces", InitPID: pid}
+		if cfg.status != nil {
+			if kids := childrenOf(pid); len(kids) == 1 {
+				e.PID = kids[0]
+			}
+		}
+		cfg.status.emit(e)
 		sess.Move(session.Running, nil)
 		testHook("running")
 		logf("command started")
@@ -325,6 +354,12 @@ func start(cfg Config, pol Policy, sess *session.Session, rootFD int, rootPath s
 	if w.err != nil && w.state == nil {
 		return setupFailed(errorf(ExitSetup, "wait: %w", w.err))
 	}
+	sig := waitSignal(w.state)
+	var last initMsg
+	if dec.Decode(&last) == nil && last.Event == "signaled" {
+		sig = syscall.Signal(last.Signal)
+	}
+	emitExited(cfg.status, sig, code)
 	sess.Move(session.Exited, func(r *session.Record) { r.ExitStatus = &code })
 	testHook("exited")
 	logf("command exited with status %d", code)
@@ -474,4 +509,23 @@ func dupFile(fd int, name string) (*os.File, error) {
 		return nil, fmt.Errorf("fcntl(F_DUPFD_CLOEXEC): %w", err)
 	}
 	return os.NewFile(uintptr(nfd), name), nil
+}
+
+// waitSignal is the signal that ended a process, or 0.
+func waitSignal(ps *os.ProcessState) syscall.Signal {
+	if ps != nil {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return ws.Signal()
+		}
+	}
+	return 0
+}
+
+// emitExited reports how the command ended.
+func emitExited(st *statusWriter, sig syscall.Signal, code int) {
+	e := Event{Event: "exited", ExitStatus: &code}
+	if sig != 0 {
+		e.Signal = unix.SignalName(sig)
+	}
+	st.emit(e)
 }

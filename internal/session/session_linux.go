@@ -42,6 +42,9 @@ type Session struct {
 	fd   int    // O_RDONLY|O_DIRECTORY|O_CLOEXEC, holds the lock
 	root int    // the verified session root, not owned
 	rec  Record
+	// OnMove, when set, is called with the record after every state
+	// change that took effect (to report it; it must not call back).
+	OnMove func(Record)
 }
 
 // Create makes a fresh session directory under the root open at rootFD, with
@@ -140,13 +143,15 @@ func (s *Session) Move(to State, update func(*Record)) error {
 	if update != nil {
 		update(&s.rec)
 	}
-	if to == Removed { // nothing left to write into
-		return nil
+	if to != Removed { // else nothing is left to write into
+		if err := s.write(); err != nil {
+			s.rec = prev
+			return &fserr.PathError{What: "state file", Path: filepath.Join(s.Path, StateFile), UID: s.rec.UID,
+				Err: err, Remedy: "check that the session root's filesystem is writable and not full"}
+		}
 	}
-	if err := s.write(); err != nil {
-		s.rec = prev
-		return &fserr.PathError{What: "state file", Path: filepath.Join(s.Path, StateFile), UID: s.rec.UID,
-			Err: err, Remedy: "check that the session root's filesystem is writable and not full"}
+	if s.OnMove != nil {
+		s.OnMove(s.rec)
 	}
 	return nil
 }
@@ -262,6 +267,9 @@ func (s *Session) Remove() error {
 			// the space. A crash from here on leaves the previous state,
 			// which a reconcile cleans too.
 			s.rec.State = Cleaning
+			if s.OnMove != nil {
+				s.OnMove(s.rec)
+			}
 		}
 	}
 	if err := removeSession(s.root, s.ID, s.fd); err != nil {
