@@ -36,3 +36,25 @@ func TestExamples(t *testing.T) {
 		})
 	}
 }
+
+// TestExampleOrchestrator runs examples/orchestrator, the Go API's example,
+// as a real non-root user: eight sub-agents at once, each in its own
+// session, none seeing another's /tmp.
+func TestExampleOrchestrator(t *testing.T) {
+	t.Parallel()
+	a, _ := users(t)
+	p := a.project(t)
+	cmd := a.Cmd(orchestratorBin, "-agentbox", agentboxBin, "-n", "8")
+	cmd.Dir = p
+	r := run(t, cmd)
+	wantCode(t, "orchestrator", r, 0)
+	lines := strings.Split(strings.TrimSpace(string(r.stdout)), "\n")
+	if len(lines) != 9 || lines[8] != "ok" {
+		t.Fatalf("orchestrator printed %q, want 8 sub-agent lines and ok", r.stdout)
+	}
+	for _, l := range lines[:8] {
+		if !strings.Contains(l, "holds [agent-owner]") || !strings.Contains(l, "cleanup removed") {
+			t.Errorf("sub-agent line %q: want only its own file in /tmp and the session removed", l)
+		}
+	}
+}

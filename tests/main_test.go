@@ -43,6 +43,8 @@ import (
 var (
 	// agentboxBin is the binary under test, built by TestMain.
 	agentboxBin string
+	// orchestratorBin is examples/orchestrator, built by TestMain.
+	orchestratorBin string
 	// suiteDir is a root-owned mode-0755 directory outside /tmp for the
 	// binary and for fixtures that need a parent no test user controls.
 	suiteDir string
@@ -154,6 +156,23 @@ func buildBinary() (string, error) {
 		return dir, err
 	}
 	bin := filepath.Join(dir, "agentbox")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	build := func(out, pkg string) error {
+		cmd := exec.Command(goTool, "build", "-o", out, pkg)
+		cmd.Dir = filepath.Dir(wd) // the module root: this package is tests/
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+		}
+		return os.Chmod(out, 0o755)
+	}
+	orchestratorBin = filepath.Join(dir, "orchestrator")
+	if err := build(orchestratorBin, "./examples/orchestrator"); err != nil {
+		return dir, err
+	}
 	if prebuilt := os.Getenv("AGENTBOX_TEST_BINARY"); prebuilt != "" {
 		// A binary built elsewhere (a release build, or a deliberately
 		// broken one to check that the tests catch it), copied here so that
@@ -168,17 +187,7 @@ func buildBinary() (string, error) {
 		agentboxBin = bin
 		return dir, nil
 	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	cmd := exec.Command(goTool, "build", "-o", bin, ".")
-	cmd.Dir = filepath.Dir(wd) // the module root: this package is tests/
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return dir, fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	if err := os.Chmod(bin, 0o755); err != nil {
+	if err := build(bin, "."); err != nil {
 		return dir, err
 	}
 	agentboxBin = bin
