@@ -237,8 +237,7 @@ func readState(dirfd int) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("openat %s: %w", StateFile, err)
 	}
-	f := os.NewFile(uintptr(fd), StateFile)
-	defer f.Close()
+	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return Record{}, fmt.Errorf("fstat %s: %w", StateFile, err)
@@ -246,11 +245,24 @@ func readState(dirfd int) (Record, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return Record{}, fmt.Errorf("%s is not a regular file", StateFile)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxRecordSize+1))
-	if err != nil {
-		return Record{}, fmt.Errorf("read %s: %w", StateFile, err)
+	// pread into one buffer: a reconcile reads several of these per
+	// start, and an *os.File costs a poller registration attempt each.
+	b := make([]byte, maxRecordSize+1)
+	n := 0
+	for n < len(b) {
+		m, err := unix.Pread(fd, b[n:], int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return Record{}, fmt.Errorf("read %s: %w", StateFile, err)
+		}
+		if m == 0 {
+			break
+		}
+		n += m
 	}
-	return ParseRecord(b)
+	return ParseRecord(b[:n])
 }
 
 // Remove moves the session to cleaning, removes its directory through file

@@ -4,8 +4,10 @@ package session
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -290,5 +292,83 @@ func TestStateRecordsGrowAndShrink(t *testing.T) {
 		if err != nil || fi.Size()%recordBlock != 0 || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v %v; want a 0600 file of whole %d-byte blocks", name, fi, err, recordBlock)
 		}
+	}
+}
+
+// TestNextBatchVisitsEverySession checks that successive bounded batches
+// walk the whole root in turn, wrapping around, without duplicates in a
+// batch, whatever the number of sessions relative to the batch size.
+func TestNextBatchVisitsEverySession(t *testing.T) {
+	for _, total := range []int{0, 3, 8, 20, 1000} {
+		t.Run(strconv.Itoa(total), func(t *testing.T) {
+			fd, dir := openRoot(t)
+			all := map[string]bool{}
+			for i := 0; i < total; i++ {
+				id := fmt.Sprintf("%012x", i*7919+1)
+				if err := os.Mkdir(filepath.Join(dir, id), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				all[id] = true
+			}
+			os.Mkdir(filepath.Join(dir, "not-a-session"), 0o700)
+			seen := map[string]int{}
+			rounds := (total+7)/8 + 1
+			for r := 0; r < rounds; r++ {
+				ids, err := nextBatch(fd, 8)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := min(8, total); len(ids) != want {
+					t.Fatalf("round %d: nextBatch = %d ids, want %d", r, len(ids), want)
+				}
+				in := map[string]bool{}
+				for _, id := range ids {
+					if !all[id] || in[id] {
+						t.Fatalf("round %d: nextBatch gave %q (unknown or twice)", r, id)
+					}
+					in[id] = true
+					seen[id]++
+				}
+			}
+			if len(seen) != total {
+				t.Errorf("%d rounds of 8 visited %d of %d sessions", rounds, len(seen), total)
+			}
+		})
+	}
+}
+
+// TestNextBatchHostileCursor checks that a garbled, huge, negative or
+// symlinked cursor only restarts the walk: no error, and the cursor's
+// symlink target is neither read nor written.
+func TestNextBatchHostileCursor(t *testing.T) {
+	for name, plant := range map[string]func(string) error{
+		"garbled":  func(p string) error { return os.WriteFile(p, []byte("\x00zz\n"), 0o600) },
+		"huge":     func(p string) error { return os.WriteFile(p, []byte("9223372036854775807\n"), 0o600) },
+		"negative": func(p string) error { return os.WriteFile(p, []byte("-5\n"), 0o600) },
+		"fifo":     func(p string) error { return unix.Mkfifo(p, 0o600) },
+		"symlink": func(p string) error {
+			return os.Symlink(filepath.Join(filepath.Dir(p), "sentinel"), p)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fd, dir := openRoot(t)
+			sentinel := filepath.Join(dir, "sentinel")
+			if err := os.WriteFile(sentinel, []byte("12"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 3; i++ {
+				os.Mkdir(filepath.Join(dir, fmt.Sprintf("%012x", i+1)), 0o700)
+			}
+			if err := plant(filepath.Join(dir, CursorFile)); err != nil {
+				t.Fatal(err)
+			}
+			ids, err := nextBatch(fd, 8)
+			if err != nil || len(ids) != 3 {
+				t.Fatalf("nextBatch = %v, %v; want the 3 sessions", ids, err)
+			}
+			if b, _ := os.ReadFile(sentinel); string(b) != "12" {
+				t.Errorf("symlink target changed to %q", b)
+			}
+		})
 	}
 }
