@@ -151,7 +151,7 @@ func remountWritable(op Op, add uintptr) error {
 // Apply runs the plan in order. It must run in a mount namespace of its own
 // with CAP_SYS_ADMIN there; it stops at the first failure.
 func Apply(ops []Op) error {
-	a := &applier{stage: -1, emptyDir: -1, emptyFile: -1}
+	a := &applier{stage: -1, emptyDir: -1, emptyFile: -1, procDir: -1}
 	defer a.close()
 	for _, op := range ops {
 		if err := a.apply(op); err != nil {
@@ -162,10 +162,10 @@ func Apply(ops []Op) error {
 }
 
 // applier holds the staging tmpfs and the empty objects in it between ops.
-type applier struct{ stage, emptyDir, emptyFile int }
+type applier struct{ stage, emptyDir, emptyFile, procDir int }
 
 func (a *applier) close() {
-	for _, fd := range []int{a.stage, a.emptyDir, a.emptyFile} {
+	for _, fd := range []int{a.stage, a.emptyDir, a.emptyFile, a.procDir} {
 		if fd >= 0 {
 			unix.Close(fd)
 		}
@@ -217,6 +217,15 @@ func (a *applier) apply(op Op) error {
 		return remount(op, unix.MS_RDONLY)
 	case Stage:
 		return a.doStage(op)
+	case StageProc:
+		if a.procDir < 0 {
+			return &Error{Op: op, Call: "stage-proc", Err: errors.New("nothing staged")}
+		}
+		// Through the descriptor: a path would have to traverse the
+		// mode-0 staging tmpfs, which init may not (no CAP_DAC_OVERRIDE).
+		at := op
+		at.Target = fdPath(a.procDir)
+		return mount(at, "proc", "proc", msFlags(op.Flags), "")
 	case Hide:
 		return a.doHide(op)
 	case BindRO:
@@ -268,6 +277,14 @@ func (a *applier) doStage(op Op) error {
 	}
 	unix.Close(f)
 	if a.emptyFile, err = unix.Openat(fd, "empty-file", unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+		return &Error{Op: op, Call: "openat", Err: err}
+	}
+	// For StageProc. Mode 0 in a mode-0 tmpfs that Seal makes read-only:
+	// without CAP_DAC_OVERRIDE (the command has none) nothing enters it.
+	if err := unix.Mkdirat(fd, "proc", 0); err != nil {
+		return &Error{Op: op, Call: "mkdirat", Err: err}
+	}
+	if a.procDir, err = unix.Openat(fd, "proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
 		return &Error{Op: op, Call: "openat", Err: err}
 	}
 	// Mode 0 now: the tree may be read-only by the time Seal runs.

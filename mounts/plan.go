@@ -26,7 +26,7 @@ const (
 	ReadOnly
 	// Stage opens the tmpfs just mounted over the session root by its real
 	// path (Target) and makes in it the empty directory and empty file that
-	// Hide binds.
+	// Hide binds, and the directory StageProc mounts on.
 	Stage
 	// Hide covers Target, when it exists, with the staged empty directory or
 	// empty file (read-only); a missing Target is skipped.
@@ -43,9 +43,16 @@ const (
 	// BindRW binds Target onto itself and makes that mount writable again;
 	// a missing Target is skipped.
 	BindRW
+	// StageProc mounts a spare proc instance on the mode-0 directory that
+	// Stage made in the staging tmpfs, where the sandbox cannot reach it. It is there for
+	// nested sandboxes: the kernel lets a user namespace mount a new proc
+	// only if its mount namespace already holds one with nothing mounted
+	// over its contents (mount_too_revealing), and /proc here has
+	// read-only binds over /proc/sys and others.
+	StageProc
 )
 
-var kindNames = [...]string{"slave", "bind", "tmpfs", "proc", "mkdir", "readonly", "stage", "hide", "bind-ro", "seal", "readonly-tree", "bind-rw"}
+var kindNames = [...]string{"slave", "bind", "tmpfs", "proc", "mkdir", "readonly", "stage", "hide", "bind-ro", "seal", "readonly-tree", "bind-rw", "stage-proc"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -200,6 +207,9 @@ func Plan(c Config) ([]Op, error) {
 			ops = append(ops, Op{Kind: BindRW, Target: p})
 		}
 	}
+	// After ReadOnlyTree, which would make it read-only: a nested
+	// sandbox's /proc could then only be read-only too.
+	ops = append(ops, Op{Kind: StageProc, Target: c.RootPath, Flags: NoSuid | NoDev | NoExec})
 	ops = append(ops, Op{Kind: Bind, Source: c.TmpSource, Target: "/tmp", Flags: NoSuid | NoDev, Name: c.TmpName})
 	if c.VarTmp {
 		ops = append(ops, Op{Kind: Bind, Source: c.VarTmpSource, Target: "/var/tmp", Flags: NoSuid | NoDev, Name: c.VarTmpName})

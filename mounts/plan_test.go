@@ -27,6 +27,7 @@ func TestPlanOrder(t *testing.T) {
 	want := `slave /
 tmpfs /proc/self/fd/7 (mode=0700,size=16k,nr_inodes=8)
 stage /home/u/.local/state/agentbox
+stage-proc /home/u/.local/state/agentbox
 bind /proc/self/fd/8 → /tmp
 bind /proc/self/fd/9 → /var/tmp
 tmpfs /run/user (mode=0755,size=16k,nr_inodes=16)
@@ -115,4 +116,28 @@ func FuzzPlan(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPlanStageProcAfterReadOnlyTree checks that the spare proc is mounted
+// after the tree is made read-only: a read-only spare would force a nested
+// sandbox's /proc to be read-only too (the kernel locks the flag).
+func TestPlanStageProcAfterReadOnlyTree(t *testing.T) {
+	c := base()
+	c.ReadOnlyRoot = true
+	c.Writable = []string{"/home/u/p"}
+	ops, err := Plan(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := func(k Kind) int {
+		for i, o := range ops {
+			if o.Kind == k {
+				return i
+			}
+		}
+		return -1
+	}
+	if s, r, w, seal := idx(StageProc), idx(ReadOnlyTree), idx(BindRW), idx(Seal); s < 0 || r < 0 || w < 0 || s < r || s < w || s > seal {
+		t.Errorf("stage-proc at %d, readonly-tree at %d, bind-rw at %d, seal at %d: want stage-proc after the read-only tree and before the seal", s, r, w, seal)
+	}
 }
