@@ -56,6 +56,9 @@ func main() {
 	if sandbox.IsInit() {
 		os.Exit(sandbox.InitMain())
 	}
+	if sandbox.IsNestRun() {
+		os.Exit(sandbox.NestRunMain())
+	}
 	if sandbox.IsDegraded() {
 		os.Exit(sandbox.DegradedMain())
 	}

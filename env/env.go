@@ -13,16 +13,19 @@ const TmpDir = "/tmp"
 type Session struct {
 	ID         string // AGENTBOX_SESSION
 	RuntimeDir string // XDG_RUNTIME_DIR, as seen inside the sandbox
+	// Nest is AGENTBOX_NEST, the socket through which an agentbox run
+	// inside gets its nested sandbox; "" removes the variable.
+	Nest string
 }
 
-// Build returns base with the temp variables, XDG_RUNTIME_DIR and
-// AGENTBOX_SESSION set for the session, every other variable unchanged and
+// Build returns base with the temp variables, XDG_RUNTIME_DIR,
+// AGENTBOX_SESSION and AGENTBOX_NEST set for the session, every other variable unchanged and
 // in its original order. Entries without '=' are dropped, and when a name
 // occurs more than once the last one wins, as it would for getenv in most
 // programs, so that the result holds each name once (execve does not
 // de-duplicate).
 func Build(base []string, s Session) []string {
-	set := map[string]string{"XDG_RUNTIME_DIR": s.RuntimeDir, "AGENTBOX_SESSION": s.ID}
+	set := map[string]string{"XDG_RUNTIME_DIR": s.RuntimeDir, "AGENTBOX_SESSION": s.ID, "AGENTBOX_NEST": s.Nest}
 	for _, v := range TempVars {
 		set[v] = TmpDir
 	}
@@ -43,7 +46,10 @@ func Build(base []string, s Session) []string {
 		}
 		out = append(out, kv)
 	}
-	for _, k := range append(append([]string{}, TempVars...), "XDG_RUNTIME_DIR", "AGENTBOX_SESSION") {
+	for _, k := range append(append([]string{}, TempVars...), "XDG_RUNTIME_DIR", "AGENTBOX_SESSION", "AGENTBOX_NEST") {
+		if k == "AGENTBOX_NEST" && s.Nest == "" {
+			continue
+		}
 		out = append(out, k+"="+set[k])
 	}
 	return out

@@ -18,6 +18,7 @@ func TestBuild(t *testing.T) {
 		{"passthrough keeps order and values", []string{"B=2", "A=1", "PATH=/usr/bin:/bin", "EMPTY="}, append([]string{"B=2", "A=1", "PATH=/usr/bin:/bin", "EMPTY="}, tail...)},
 		{"overrides temp vars", []string{"TMPDIR=/var/tmp/x", "X=1", "TMP=/t", "TEMP=/t", "TEMPDIR=/t", "XDG_RUNTIME_DIR=/run/user/1000/host"}, append([]string{"X=1"}, tail...)},
 		{"overrides a spoofed session", []string{"AGENTBOX_SESSION=evil"}, tail},
+		{"drops an inherited nest socket", []string{"AGENTBOX_NEST=/run/user/1000/outer.sock", "X=1"}, append([]string{"X=1"}, tail...)},
 		{"duplicates: last wins", []string{"A=1", "B=x", "A=2"}, append([]string{"B=x", "A=2"}, tail...)},
 		{"drops malformed", []string{"NOEQUALS", "=value", "OK=1"}, append([]string{"OK=1"}, tail...)},
 		{"value with =", []string{"A=b=c"}, append([]string{"A=b=c"}, tail...)},
@@ -25,6 +26,14 @@ func TestBuild(t *testing.T) {
 		if got := Build(tc.base, s); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: Build(%q) = %q, want %q", tc.name, tc.base, got, tc.want)
 		}
+	}
+}
+
+func TestBuildNest(t *testing.T) {
+	got := Build([]string{"AGENTBOX_NEST=/evil", "A=1"}, Session{ID: "i", RuntimeDir: "/r", Nest: "/r/agentbox-nest.sock"})
+	want := []string{"A=1", "TMPDIR=/tmp", "TMP=/tmp", "TEMP=/tmp", "TEMPDIR=/tmp", "XDG_RUNTIME_DIR=/r", "AGENTBOX_SESSION=i", "AGENTBOX_NEST=/r/agentbox-nest.sock"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Build with Nest = %q, want %q", got, want)
 	}
 }
 

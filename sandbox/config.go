@@ -40,6 +40,12 @@ type Config struct {
 	Status io.Writer
 
 	status *statusWriter // from Status, set by Run
+	// signals, when set, replaces the signals the wrapper catches itself:
+	// the nest-run stage gets them from the requesting agentbox.
+	signals <-chan os.Signal
+	// outer are the Landlock policies of the sandboxes this one is nested
+	// in, outermost first, applied by init before the sandbox's own.
+	outer []landlock.Policy
 }
 
 // Result is how a run ended.
@@ -71,6 +77,9 @@ type initConfig struct {
 	ReadOnly  [][]byte `json:"read_only"`
 	// Landlock is the write policy init applies after the mounts.
 	Landlock landlock.Policy `json:"landlock"`
+	// Outer are the policies of the sandboxes this one is nested in,
+	// outermost first, applied before Landlock; empty when not nested.
+	Outer []landlock.Policy `json:"outer,omitempty"`
 }
 
 // initMsg is what the init stage reports on fd 4, one JSON object.

@@ -124,6 +124,12 @@ func InitMain() int {
 		}
 		return fail(ExitSetup, "setup", fmt.Errorf("working directory %s: chdir inside the sandbox: %w%s", dir, err, hint))
 	}
+	// The nest socket, for an agentbox run inside (nest_linux.go). Without
+	// it such a run fails to mount and says so; the session goes on.
+	nestFD, nestPath, nestErr := listenNest(runtimeDir)
+	if nestErr == nil {
+		go serveNest(nestFD, cfg.UID, nestRunConfig{Outer: append(append([]landlock.Policy{}, cfg.Outer...), cfg.Landlock)})
+	}
 	// Nothing of the session root may stay open in init past this point.
 	for _, fd := range here {
 		unix.Close(fd)
@@ -136,6 +142,13 @@ func InitMain() int {
 	}
 	// After the mounts (a landlocked process can never mount) and after
 	// no_new_privs; on every thread.
+	// Nested: every enclosing sandbox's policy first, each a Landlock
+	// layer of its own, so writes need all of them to agree.
+	for _, p := range cfg.Outer {
+		if _, err := landlock.Apply(p); err != nil {
+			return fail(ExitSetup, "landlock", fmt.Errorf("the enclosing sandbox's policy: %w", err))
+		}
+	}
 	if _, err := landlock.Apply(cfg.Landlock); err != nil {
 		return fail(ExitSetup, "landlock", err)
 	}
@@ -148,7 +161,7 @@ func InitMain() int {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fail(ExitSetup, "setup", fmt.Errorf("close_range: %w", err))
 	}
-	vars := env.Build(cfgEnv, env.Session{ID: cfg.SessionID, RuntimeDir: runtimeDir})
+	vars := env.Build(cfgEnv, env.Session{ID: cfg.SessionID, RuntimeDir: runtimeDir, Nest: nestPath})
 	path, code, err := lookPath(argv[0], vars)
 	if err != nil {
 		return fail(code, "exec", err)

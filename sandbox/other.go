@@ -27,3 +27,9 @@ func Run(cfg Config) (Result, error) { return Result{}, &Error{Code: ExitSetup, 
 
 // OpenRoot is only implemented on Linux.
 func OpenRoot(flag string, vars []string) (*rootdir.Root, error) { return nil, errLinux }
+
+// IsNestRun is false outside Linux.
+func IsNestRun() bool { return false }
+
+// NestRunMain is only implemented on Linux.
+func NestRunMain() int { return ExitSetup }

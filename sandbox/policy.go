@@ -288,3 +288,37 @@ func longestFirst(in []Entry) []Entry {
 	sort.SliceStable(out, func(i, j int) bool { return len(out[i].Path) > len(out[j].Path) })
 	return out
 }
+
+// notGranted returns the write rules that some enclosing policy does not
+// cover: a nested sandbox asks for them, but the enclosing sandbox's
+// Landlock layer and read-only mounts still deny them. Paths of the
+// sandbox's own private directories are covered by definition (each
+// level has its own).
+func notGranted(write []landlock.Rule, outer []landlock.Policy) []landlock.Rule {
+	var out []landlock.Rule
+	for _, r := range write {
+		if r.Path == "/tmp" || r.Path == "/var/tmp" || r.Path == "/dev/shm" || strings.HasPrefix(r.Path, "/run/user/") || r.Path == "/proc" {
+			continue
+		}
+		for _, o := range outer {
+			if o.Mode == landlock.Off {
+				continue
+			}
+			if !coveredBy(r.Path, o.Write) {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// coveredBy reports whether p is at or below one of rules' paths.
+func coveredBy(p string, rules []landlock.Rule) bool {
+	for _, r := range rules {
+		if p == r.Path || r.Path == "/" || strings.HasPrefix(p, r.Path+"/") {
+			return true
+		}
+	}
+	return false
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -179,4 +180,28 @@ func FuzzBuildPolicy(f *testing.F) {
 			t.Fatalf("Compile(BuildPolicy(%+v)) = %v", in, err)
 		}
 	})
+}
+
+func TestNotGranted(t *testing.T) {
+	rule := func(p string) landlock.Rule { return landlock.Rule{Path: p, Source: "test"} }
+	outer := []landlock.Policy{{Write: []landlock.Rule{rule("/home/u/p"), rule("/tmp"), rule("/home/u/.cache")}}}
+	for _, tc := range []struct {
+		write []landlock.Rule
+		outer []landlock.Policy
+		want  []string
+	}{
+		{[]landlock.Rule{rule("/home/u/p"), rule("/home/u/p/sub"), rule("/tmp"), rule("/run/user/1000"), rule("/dev/shm")}, outer, nil},
+		{[]landlock.Rule{rule("/home/u"), rule("/home/u/pp"), rule("/etc")}, outer, []string{"/home/u", "/home/u/pp", "/etc"}},
+		{[]landlock.Rule{rule("/home/u")}, nil, nil},
+		{[]landlock.Rule{rule("/home/u")}, []landlock.Policy{{Mode: landlock.Off}}, nil},
+		{[]landlock.Rule{rule("/home/u/p")}, append(outer, landlock.Policy{Write: []landlock.Rule{rule("/srv")}}), []string{"/home/u/p"}},
+	} {
+		var got []string
+		for _, r := range notGranted(tc.write, tc.outer) {
+			got = append(got, r.Path)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("notGranted(%v, %d layers) = %q, want %q", tc.write, len(tc.outer), got, tc.want)
+		}
+	}
 }

@@ -64,6 +64,11 @@ func Run(cfg Config) (res Result, err error) {
 	if cfg.Messages == nil {
 		cfg.Messages = os.Stderr
 	}
+	if sock := nestSocket(cfg.Env); sock != "" && cfg.signals == nil {
+		// Inside another agentbox session: that session's init builds the
+		// sandbox (nest_linux.go).
+		return runNested(cfg, sock)
+	}
 	cfg.status = newStatus(cfg.Status)
 	defer func() {
 		if err != nil && res.SessionID == "" {
@@ -86,9 +91,13 @@ func Run(cfg Config) (res Result, err error) {
 	// Catch the forwarded signals from the start: one that arrives while the
 	// session is being set up is delivered to the command as soon as it
 	// exists, instead of killing the wrapper half-way.
-	sigs := make(chan os.Signal, 32)
-	signal.Notify(sigs, forwarded...)
-	defer signal.Stop(sigs)
+	sigs := cfg.signals
+	if sigs == nil {
+		c := make(chan os.Signal, 32)
+		signal.Notify(c, forwarded...)
+		defer signal.Stop(c)
+		sigs = c
+	}
 	// Every directory agentbox creates gets its final mode in the mkdirat
 	// itself: a umask can only remove bits, and 077 removes none of 0700.
 	umask := syscall.Umask(0o077)
@@ -106,6 +115,10 @@ func Run(cfg Config) (res Result, err error) {
 	plan, err := landlock.Check(pol.Landlock)
 	if err != nil {
 		return res, &Error{Code: ExitSetup, Err: err}
+	}
+	for _, r := range notGranted(pol.Landlock.Write, cfg.outer) {
+		// Nested: the enclosing session's policy still applies.
+		fmt.Fprintf(cfg.Messages, "agentbox: warning: nested: %s (from %s) is not writable in the enclosing agentbox session, so it is not writable here either\n", r.Path, r.Source)
 	}
 	if len(plan.Unenforced) > 0 || !plan.Enforced {
 		// Landlock is never silently absent.
@@ -297,7 +310,7 @@ func start(cfg Config, pol Policy, sess *session.Session, rootFD int, rootPath s
 
 	ic := initConfig{Argv: bytesOf(cfg.Argv), Env: bytesOf(cfg.Env), Dir: []byte(cfg.Dir), UID: uid, GID: gid, Umask: umask,
 		SessionID: sess.ID, RootPath: []byte(rootPath), RunUser: isDir("/run/user"), DevShm: isDir("/dev/shm"), VarTmp: isDir("/var/tmp"),
-		Hide: bytesOf(entryPaths(pol.Hide)), ReadOnly: bytesOf(entryPaths(pol.ReadOnly)), Landlock: pol.Landlock}
+		Hide: bytesOf(entryPaths(pol.Hide)), ReadOnly: bytesOf(entryPaths(pol.ReadOnly)), Landlock: pol.Landlock, Outer: cfg.outer}
 	b, _ := json.Marshal(ic)
 	configW.Write(b)
 	configW.Close()

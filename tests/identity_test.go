@@ -116,6 +116,7 @@ func TestEnvironment(t *testing.T) {
 	if st, err := os.Stat("/run/user"); err == nil && st.IsDir() {
 		want["XDG_RUNTIME_DIR"] = fmt.Sprintf("/run/user/%d", a.UID)
 	}
+	want["AGENTBOX_NEST"] = want["XDG_RUNTIME_DIR"] + "/agentbox-nest.sock"
 	for k, w := range want {
 		if g, ok := got[k]; !ok || g != w {
 			t.Errorf("inside, %s = %q (set: %v), want %q", k, g, ok, w)

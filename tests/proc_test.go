@@ -29,3 +29,28 @@ func TestHostSysctlsReadOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestSpareProcUnreachable: each sandbox keeps a spare, complete proc
+// instance (so that a nested sandbox may mount its own /proc) on a mode-0
+// directory of the tmpfs that hides the session root. A root caller's
+// command, uid 0 inside but without capabilities, must not reach it: not
+// list it, not read through it, not write /proc/sys through it.
+func TestSpareProcUnreachable(t *testing.T) {
+	users(t)
+	root := rootUser.project(t) + "/spare-root"
+	script := `
+grep -q " $1/proc " /proc/self/mountinfo && echo mounted
+ls "$1/proc" >/dev/null 2>&1 && echo listed
+cat "$1/proc/sys/vm/swappiness" 2>/dev/null && echo read
+echo 60 > "$1/proc/sys/vm/swappiness" 2>/dev/null && echo written
+chmod 755 "$1" "$1/proc" 2>/dev/null && echo chmod
+true`
+	for _, flags := range [][]string{nil, {"--landlock=off"}} {
+		args := append(append([]string{"--root", root}, flags...), "--", "sh", "-c", script, "sh", root)
+		r := rootUser.box(t, nil, args...)
+		wantCode(t, "agentbox -- sh (reach the spare proc)", r, 0)
+		if got := strings.TrimSpace(string(r.stdout)); got != "mounted" {
+			t.Errorf("agentbox %q: %q, want only \"mounted\" (the spare exists but cannot be reached)", flags, got)
+		}
+	}
+}

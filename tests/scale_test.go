@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -214,8 +215,10 @@ func TestConcurrentSessions(t *testing.T) {
 	}
 	t.Logf("%d concurrent sessions done in %v", n, time.Since(begin))
 	wantDistinctIDs(t, out.String(), n)
-	if names := entries(t, root); len(names) != 0 {
-		t.Errorf("session root holds %q after every session ended, want nothing", names)
+	// The reconcile cursor may stay: it is where the next start's bounded
+	// reconcile resumes, not a session.
+	if names := slices.DeleteFunc(entries(t, root), func(n string) bool { return n == ".reconcile-cursor" }); len(names) != 0 {
+		t.Errorf("session root holds %q after every session ended, want nothing but the reconcile cursor", names)
 	}
 	waitProcsBack(t, a, base)
 }

@@ -107,6 +107,7 @@ type NestingFacts struct {
 	Container       string // "docker", "podman", "cgroup <path>" or ""
 	AgentboxSession string // AGENTBOX_SESSION of the environment
 	PID1Agentbox    bool   // /proc/1/cmdline is agentbox's init stage
+	NestSocket      string // AGENTBOX_NEST, when it names a socket
 }
 
 // RootFacts describe the session root.
@@ -267,13 +268,16 @@ func seccompFinding(f Facts) Finding {
 func nesting(f Facts) Finding {
 	n := f.Nesting
 	switch {
+	case n.AgentboxSession != "" && n.NestSocket != "":
+		return ok(NameNesting, "inside agentbox session "+n.AgentboxSession+": nested sessions are built by its init (AGENTBOX_NEST="+n.NestSocket+
+			"); each gets its own /tmp, and the enclosing session's write policy still applies")
 	case n.AgentboxSession != "" || n.PID1Agentbox:
 		why := "AGENTBOX_SESSION=" + n.AgentboxSession
 		if n.PID1Agentbox {
 			why = "PID 1 is agentbox's init stage"
 		}
-		return warn(NameNesting, "inside another agentbox session ("+why+"): its Landlock domain forbids the mounts a nested session needs",
-			"run agentbox outside the other session, or run the command directly in it: it already has a private /tmp")
+		return warn(NameNesting, "inside another agentbox session ("+why+") that offers no nest socket (AGENTBOX_NEST): its Landlock domain forbids the mounts a nested session needs",
+			"run the outer session with this version of agentbox, run agentbox outside the other session, or run the command directly in it: it already has a private /tmp")
 	}
 	var hints []string
 	if n.Container != "" {

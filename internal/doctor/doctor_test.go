@@ -148,6 +148,9 @@ func TestEvaluate(t *testing.T) {
 		{"container", NameNesting, func(f *Facts) { f.Nesting.Container = "docker: /.dockerenv exists" }, StatusOK, "inside a container (docker", ""},
 		{"other sandbox", NameNesting, func(f *Facts) { f.NoNewPrivs = 1 }, StatusOK, "another sandbox", ""},
 		{"agentbox env", NameNesting, func(f *Facts) { f.Nesting.AgentboxSession = "0123456789ab" }, StatusWarn, "AGENTBOX_SESSION=0123456789ab", "outside the other session"},
+		{"agentbox with nest socket", NameNesting, func(f *Facts) {
+			f.Nesting.AgentboxSession, f.Nesting.NestSocket = "0123456789ab", "/run/user/1000/agentbox-nest.sock"
+		}, StatusOK, "nested sessions are built by its init", ""},
 		{"agentbox pid 1", NameNesting, func(f *Facts) { f.Nesting.PID1Agentbox = true }, StatusWarn, "PID 1 is agentbox's init", "outside the other session"},
 
 		// session root

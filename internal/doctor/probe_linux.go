@@ -192,6 +192,11 @@ func probeNesting(vars []string) NestingFacts {
 		}
 	}
 	n.AgentboxSession, _ = env.Lookup(vars, "AGENTBOX_SESSION")
+	if p, ok := env.Lookup(vars, sandbox.NestVar); ok {
+		if st, err := os.Stat(p); err == nil && st.Mode()&os.ModeSocket != 0 {
+			n.NestSocket = p
+		}
+	}
 	if b, err := os.ReadFile("/proc/1/cmdline"); err == nil {
 		arg0, _, _ := bytes.Cut(b, []byte{0})
 		n.PID1Agentbox = string(arg0) == sandbox.InitArg0
