@@ -51,6 +51,9 @@ var (
 	// helperBin is a copy of this test binary that the tests run, inside
 	// the sandbox, as a helper command (see helperMain).
 	helperBin string
+	// mcpServerBin is examples/mcp/server, built by TestMain as the name
+	// examples/mcp/.mcp.json runs (mcp_test.go).
+	mcpServerBin string
 	// setupErr is why TestMain could not prepare the suite; every test that
 	// needs the binary fails with it.
 	setupErr error
@@ -138,8 +141,9 @@ func lockSuite() (func(), error) {
 }
 
 // buildBinary builds the module's main package (or copies the binary named
-// by AGENTBOX_TEST_BINARY) into a fresh directory /usr/local/lib/agentbox-test-*.
-// It returns the directory even on error so that it can be removed.
+// by AGENTBOX_TEST_BINARY) and the example MCP server into a fresh directory
+// /usr/local/lib/agentbox-test-*. It returns the directory even on error so
+// that it can be removed.
 func buildBinary() (string, error) {
 	dir, err := os.MkdirTemp("/usr/local/lib", "agentbox-test-")
 	if err != nil {
@@ -155,22 +159,14 @@ func buildBinary() (string, error) {
 	if err := copyHelper(dir); err != nil {
 		return dir, err
 	}
+	server := filepath.Join(dir, "agentbox-mcp-example")
+	if err := goBuild(filepath.Dir(wd), server, "./examples/mcp/server"); err != nil {
+		return dir, err
+	}
+	mcpServerBin = server
 	bin := filepath.Join(dir, "agentbox")
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	build := func(out, pkg string) error {
-		cmd := exec.Command(goTool, "build", "-o", out, pkg)
-		cmd.Dir = filepath.Dir(wd) // the module root: this package is tests/
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
-		}
-		return os.Chmod(out, 0o755)
-	}
 	orchestratorBin = filepath.Join(dir, "orchestrator")
-	if err := build(orchestratorBin, "./examples/orchestrator"); err != nil {
+	if err := goBuild(filepath.Dir(wd), orchestratorBin, "./examples/orchestrator"); err != nil {
 		return dir, err
 	}
 	if prebuilt := os.Getenv("AGENTBOX_TEST_BINARY"); prebuilt != "" {
@@ -187,11 +183,27 @@ func buildBinary() (string, error) {
 		agentboxBin = bin
 		return dir, nil
 	}
-	if err := build(bin, "."); err != nil {
+	if err := goBuild(filepath.Dir(wd), bin, "."); err != nil {
 		return dir, err
 	}
 	agentboxBin = bin
 	return dir, nil
+}
+
+// goBuild builds the package pkg of the module at root (the parent of
+// tests/) into out, with CGO_ENABLED=0, and makes out mode 0755.
+func goBuild(root, out, pkg string) error {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	cmd := exec.Command(goTool, "build", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return os.Chmod(out, 0o755)
 }
 
 // copyHelper copies this test binary into dir, where the test users can run
