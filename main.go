@@ -318,6 +318,7 @@ func newApp(argv []string, stdout, stderr io.Writer) *cli.Command {
 					return clean(c.String("root"), c.Args().Slice(), c.Bool("kept"), c.Bool("dry-run"), c.Bool("json"), stdout)
 				},
 			},
+			completionCommand(argv),
 		},
 	}
 }
