@@ -111,6 +111,8 @@ func TestCompletionUsageErrors(t *testing.T) {
 		{[]string{"agentbox", "completion", "bash", "extra"}, "takes no arguments"},
 		{[]string{"agentbox", "completion", "bash", "--bogus"}, "bogus"},
 		{[]string{"agentbox", "completion", "bash", "--", "x"}, "no command after --"},
+		{[]string{"agentbox", "man", "x"}, "man takes no arguments"},
+		{[]string{"agentbox", "man", "--", "x"}, "no command after --"},
 	} {
 		var out, errb bytes.Buffer
 		code := Main(tc.args, &out, &errb)
@@ -384,7 +386,8 @@ func TestCompletionFish(t *testing.T) {
 
 // TestCompletionBinary runs the real binary, built as usual and as
 // bench/run.sh builds it (-tags urfave_cli_no_template, which leaves out the
-// library's templates): both print the same scripts as the code under test.
+// library's templates): both print the same scripts and page as the code
+// under test.
 func TestCompletionBinary(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -397,7 +400,7 @@ func TestCompletionBinary(t *testing.T) {
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("go build -tags %q: %v\n%s", tags, err, out)
 		}
-		for _, args := range [][]string{{"completion", "bash"}, {"completion", "zsh"}, {"completion", "fish"}} {
+		for _, args := range [][]string{{"completion", "bash"}, {"completion", "zsh"}, {"completion", "fish"}, {"man"}} {
 			var out, errb bytes.Buffer
 			cmd := exec.Command(bin, args...)
 			cmd.Stdout, cmd.Stderr = &out, &errb

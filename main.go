@@ -319,6 +319,7 @@ func newApp(argv []string, stdout, stderr io.Writer) *cli.Command {
 				},
 			},
 			completionCommand(argv),
+			manCommand(argv),
 		},
 	}
 }
