@@ -9,6 +9,7 @@
 //	agentbox doctor [--json]
 //	agentbox ps [--json]
 //	agentbox clean [--dry-run] [--json] [--kept] [ID...]
+//	agentbox completion bash|zsh|fish
 //
 // This file is the CLI only: it turns flags into a sandbox.Config and is the
 // one place that turns an error into an exit status.
@@ -211,7 +212,7 @@ func newApp(argv []string, stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:      "agentbox",
 		Usage:     "run an AI coding agent with a private /tmp, /var/tmp and runtime dir",
-		UsageText: "agentbox [flags] -- CMD [ARGS...]\nagentbox run [flags] -- CMD [ARGS...]\nagentbox policy [flags] [--json] [-- CMD]\nagentbox explain [flags] [--json] PATH [-- CMD]\nagentbox doctor [--json]\nagentbox ps [--json]\nagentbox clean [--dry-run] [--json] [--kept] [ID...]",
+		UsageText: "agentbox [flags] -- CMD [ARGS...]\nagentbox run [flags] -- CMD [ARGS...]\nagentbox policy [flags] [--json] [-- CMD]\nagentbox explain [flags] [--json] PATH [-- CMD]\nagentbox doctor [--json]\nagentbox ps [--json]\nagentbox clean [--dry-run] [--json] [--kept] [ID...]\nagentbox completion bash|zsh|fish",
 		Description: "agentbox runs CMD in new user, mount and PID namespaces, as your own uid, with no capabilities.\n" +
 			"Each session gets a fresh mode-0700 directory under the session root; its tmp/, var-tmp/ and run/\n" +
 			"are mounted over /tmp, /var/tmp and the runtime directory (XDG_RUNTIME_DIR); /dev/shm and /proc\n" +
@@ -351,6 +352,8 @@ func newApp(argv []string, stdout, stderr io.Writer) *cli.Command {
 					return clean(c.String("root"), c.Args().Slice(), c.Bool("kept"), c.Bool("dry-run"), c.Bool("json"), stdout)
 				},
 			},
+			completionCommand(argv),
+			manCommand(argv),
 		},
 	}
 }
