@@ -76,10 +76,11 @@ type Result struct {
 
 // Sandbox is a started command. Its methods are safe for concurrent use.
 type Sandbox struct {
-	cmd   *exec.Cmd
-	cfg   Config
-	ready chan struct{} // closed at the session event, or at EOF
-	done  chan struct{} // closed when Wait's result is known
+	cmd     *exec.Cmd
+	cfg     Config
+	ready   chan struct{} // closed at the session event, or at EOF
+	started chan struct{} // closed at the started event, or at EOF
+	done    chan struct{} // closed when Wait's result is known
 
 	mu       sync.Mutex
 	events   []Event
@@ -160,7 +161,7 @@ func Start(ctx context.Context, cfg Config) (*Sandbox, error) {
 		return nil, fmt.Errorf("agentbox client: %w", err)
 	}
 	w.Close()
-	s := &Sandbox{cmd: cmd, cfg: cfg, ready: make(chan struct{}), done: make(chan struct{}), root: cfg.Root}
+	s := &Sandbox{cmd: cmd, cfg: cfg, ready: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}), root: cfg.Root}
 	eventsDone := make(chan struct{})
 	go func() {
 		defer close(eventsDone)
@@ -191,6 +192,8 @@ func (s *Sandbox) read(r *os.File) {
 	defer r.Close()
 	readyOnce := sync.OnceFunc(func() { close(s.ready) })
 	defer readyOnce()
+	startedOnce := sync.OnceFunc(func() { close(s.started) })
+	defer startedOnce()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for sc.Scan() {
@@ -220,8 +223,14 @@ func (s *Sandbox) read(r *os.File) {
 		if s.cfg.OnEvent != nil {
 			s.cfg.OnEvent(e)
 		}
-		if e.Event == "session" || e.Event == "error" {
+		switch e.Event {
+		case "session":
 			readyOnce()
+		case "error":
+			readyOnce()
+			startedOnce()
+		case "started":
+			startedOnce()
 		}
 	}
 }
@@ -307,6 +316,10 @@ func (s *Sandbox) Signal(sig os.Signal) error {
 	}
 	return s.cmd.Process.Signal(sig)
 }
+
+// Started is closed once the command runs (InitPID is then known), or
+// when agentbox ended without running it.
+func (s *Sandbox) Started() <-chan struct{} { return s.started }
 
 // Done is closed when the sandbox has ended and Wait returns at once.
 func (s *Sandbox) Done() <-chan struct{} { return s.done }

@@ -118,6 +118,7 @@ func TestClientCancel(t *testing.T) {
 			if _, err := r.Read(buf); err != nil {
 				t.Fatal(err)
 			}
+			<-sb.Started() // the command's output may come before the event
 			initPID := sb.InitPID()
 			start := time.Now()
 			cancel()
