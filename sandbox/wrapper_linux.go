@@ -88,15 +88,27 @@ func Run(cfg Config) (res Result, err error) {
 		}
 	}
 	uid, gid := os.Getuid(), os.Getgid()
-	// Catch the forwarded signals from the start: one that arrives while the
-	// session is being set up is delivered to the command as soon as it
-	// exists, instead of killing the wrapper half-way.
+	// Catch the forwarded signals before the session exists: one that
+	// arrives while the session is being set up is delivered to the command
+	// as soon as it exists, instead of killing the wrapper half-way.
 	sigs := cfg.signals
+	notified := make(chan struct{})
 	if sigs == nil {
+		// One round trip to the runtime's signal thread per signal: done
+		// while the root is opened and the policy prepared, and waited for
+		// before the session is created.
 		c := make(chan os.Signal, 32)
-		signal.Notify(c, forwarded...)
-		defer signal.Stop(c)
+		go func() {
+			signal.Notify(c, forwarded...)
+			close(notified)
+		}()
+		defer func() {
+			<-notified
+			signal.Stop(c)
+		}()
 		sigs = c
+	} else {
+		close(notified)
 	}
 	// Every directory agentbox creates gets its final mode in the mkdirat
 	// itself: a umask can only remove bits, and 077 removes none of 0700.
@@ -131,6 +143,7 @@ func Run(cfg Config) (res Result, err error) {
 		// without agentbox when it cannot create it.
 		logf("%v", err)
 	}
+	<-notified
 	sess, err := session.Create(root.FD, root.Path, uid, os.Getpid(), filepath.Base(cfg.Argv[0]))
 	if err != nil {
 		return res, &Error{Code: ExitSetup, Err: err}
