@@ -157,8 +157,9 @@ func BuildPolicy(in PolicyInput) (Policy, error) {
 	} else {
 		p.Write = append(p.Write, Entry{Path: dir, Source: "working directory"})
 	}
-	if in.GitDir != "" && !within(in.GitDir, dir) {
-		p.Write = append(p.Write, Entry{Path: in.GitDir, Source: "git common dir of the working directory"})
+	// Never /, the home directory or an ancestor, however it was found.
+	if in.GitDir != "" && !within(in.GitDir, dir) && filepath.IsAbs(in.GitDir) && in.GitDir != "/" && (home == "" || !within(home, in.GitDir)) {
+		p.Write = append(p.Write, Entry{Path: filepath.Clean(in.GitDir), Source: "git common dir of the working directory"})
 	}
 	for _, d := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
 		p.Write = append(p.Write, Entry{Path: d, Source: "session (private)"})

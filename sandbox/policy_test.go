@@ -130,21 +130,44 @@ func TestExplain(t *testing.T) {
 	}
 }
 
+// gitRepo makes the bones of a git directory at dir: HEAD and objects/.
+func gitRepo(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "objects"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+}
+
 func TestGitCommonDir(t *testing.T) {
 	root := t.TempDir()
 	repo := filepath.Join(root, "repo")
-	os.MkdirAll(filepath.Join(repo, ".git", "worktrees", "wt"), 0o755)
+	gitRepo(t, filepath.Join(repo, ".git"))
 	os.MkdirAll(filepath.Join(repo, "sub", "dir"), 0o755)
+	// A linked worktree: .git names its gitdir, which names it back.
+	wtGit := filepath.Join(repo, ".git", "worktrees", "wt")
+	os.MkdirAll(wtGit, 0o755)
+	os.WriteFile(filepath.Join(wtGit, "HEAD"), []byte("ref: refs/heads/wt\n"), 0o644)
 	wt := filepath.Join(root, "wt")
 	os.MkdirAll(wt, 0o755)
-	os.WriteFile(filepath.Join(wt, ".git"), []byte("gitdir: "+filepath.Join(repo, ".git", "worktrees", "wt")+"\n"), 0o644)
-	os.WriteFile(filepath.Join(repo, ".git", "worktrees", "wt", "commondir"), []byte("../..\n"), 0o644)
+	os.WriteFile(filepath.Join(wt, ".git"), []byte("gitdir: "+wtGit+"\n"), 0o644)
+	os.WriteFile(filepath.Join(wtGit, "commondir"), []byte("../..\n"), 0o644)
+	os.WriteFile(filepath.Join(wtGit, "gitdir"), []byte(filepath.Join(wt, ".git")+"\n"), 0o644)
+	// A submodule: .git names the superproject's modules/sub, whose
+	// core.worktree names it back.
+	sub := filepath.Join(repo, "lib")
+	subGit := filepath.Join(repo, ".git", "modules", "lib")
+	gitRepo(t, subGit)
+	os.MkdirAll(sub, 0o755)
+	os.WriteFile(filepath.Join(sub, ".git"), []byte("gitdir: ../.git/modules/lib\n"), 0o644)
+	os.WriteFile(filepath.Join(subGit, "config"), []byte("[core]\n\trepositoryformatversion = 0\n\tworktree = ../../../lib\n"), 0o644)
 	plain := filepath.Join(root, "plain")
 	os.MkdirAll(plain, 0o755)
 	for dir, want := range map[string]string{
 		repo:                              filepath.Join(repo, ".git"),
 		filepath.Join(repo, "sub", "dir"): filepath.Join(repo, ".git"),
 		wt:                                filepath.Join(repo, ".git"),
+		sub:                               subGit,
 	} {
 		if got := GitCommonDir(dir); got != want {
 			t.Errorf("GitCommonDir(%s) = %q, want %q", dir, got, want)
@@ -152,6 +175,64 @@ func TestGitCommonDir(t *testing.T) {
 	}
 	if got := GitCommonDir(plain); got != "" && !strings.HasPrefix(root, filepath.Dir(got)) {
 		t.Errorf("GitCommonDir(%s) = %q, want none", plain, got)
+	}
+	if got := GitCommonDir("relative/dir"); got != "" {
+		t.Errorf("GitCommonDir(relative) = %q, want none (and no endless walk)", got)
+	}
+}
+
+// TestGitCommonDirHostile: a command can plant a .git file or symlink in
+// its project for its next session. Only a git directory that names this
+// working tree back is granted; anything else grants nothing.
+func TestGitCommonDirHostile(t *testing.T) {
+	root := t.TempDir()
+	victim := filepath.Join(root, "home")
+	gitRepo(t, filepath.Join(victim, "other", ".git"))
+	os.MkdirAll(filepath.Join(victim, "other", ".git", "worktrees", "x"), 0o755)
+	for name, plant := range map[string]func(p string){
+		"gitdir to a plain directory": func(p string) { os.WriteFile(filepath.Join(p, ".git"), []byte("gitdir: "+victim+"\n"), 0o644) },
+		"gitdir to another repository": func(p string) {
+			os.WriteFile(filepath.Join(p, ".git"), []byte("gitdir: "+filepath.Join(victim, "other", ".git")+"\n"), 0o644)
+		},
+		"gitdir to another repository's worktree entry": func(p string) {
+			os.WriteFile(filepath.Join(p, ".git"), []byte("gitdir: "+filepath.Join(victim, "other", ".git", "worktrees", "x")+"\n"), 0o644)
+		},
+		"relative gitdir out":           func(p string) { os.WriteFile(filepath.Join(p, ".git"), []byte("gitdir: ../home\n"), 0o644) },
+		"symlink to a directory":        func(p string) { os.Symlink(victim, filepath.Join(p, ".git")) },
+		"symlink to another repository": func(p string) { os.Symlink(filepath.Join(victim, "other", ".git"), filepath.Join(p, ".git")) },
+		"fake worktree whose commondir is elsewhere": func(p string) {
+			fake := filepath.Join(p, "fake")
+			os.MkdirAll(fake, 0o755)
+			os.WriteFile(filepath.Join(fake, "HEAD"), []byte("ref: refs/heads/x\n"), 0o644)
+			os.WriteFile(filepath.Join(fake, "commondir"), []byte(filepath.Join(victim, "other", ".git")+"\n"), 0o644)
+			os.WriteFile(filepath.Join(fake, "gitdir"), []byte(filepath.Join(p, ".git")+"\n"), 0o644)
+			os.WriteFile(filepath.Join(p, ".git"), []byte("gitdir: "+fake+"\n"), 0o644)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "project")
+			os.MkdirAll(p, 0o755)
+			plant(p)
+			if got := GitCommonDir(p); got != "" && within(got, p) == false {
+				t.Errorf("GitCommonDir(%s) = %q, want nothing outside the project", p, got)
+			}
+		})
+	}
+}
+
+// TestBuildPolicyGitDirNeverHome: whatever GitCommonDir found, a git dir
+// that is /, the home directory or an ancestor of it is not granted.
+func TestBuildPolicyGitDirNeverHome(t *testing.T) {
+	for _, gd := range []string{"/", "/home", "/home/u"} {
+		p, err := BuildPolicy(PolicyInput{Home: "/home/u", Dir: "/home/u/p", GitDir: gd, Mode: landlock.Require})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range p.Write {
+			if w.Path == gd {
+				t.Errorf("BuildPolicy(git dir %s) grants it", gd)
+			}
+		}
 	}
 }
 

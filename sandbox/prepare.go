@@ -77,34 +77,109 @@ func runtimeDirInside(uid int) string {
 // for a linked worktree (".git" is a file "gitdir: ..."), the directory its
 // "commondir" names. It reads files only; it never runs git.
 func GitCommonDir(dir string) string {
+	if !filepath.IsAbs(dir) {
+		return ""
+	}
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
 		dotgit := filepath.Join(d, ".git")
-		fi, err := os.Stat(dotgit)
+		// Lstat: a symlinked .git (one the command may have planted for
+		// its next session) would grant wherever it points.
+		fi, err := os.Lstat(dotgit)
 		if err == nil && fi.IsDir() {
 			return dotgit
 		}
 		if err == nil && fi.Mode().IsRegular() {
-			gitdir, err := readGitdirFile(dotgit)
-			if err != nil {
-				return ""
-			}
-			if !filepath.IsAbs(gitdir) {
-				gitdir = filepath.Join(d, gitdir)
-			}
-			b, err := os.ReadFile(filepath.Join(gitdir, "commondir"))
-			if err != nil {
-				return filepath.Clean(gitdir)
-			}
-			common := strings.TrimSpace(string(b))
-			if !filepath.IsAbs(common) {
-				common = filepath.Join(gitdir, common)
-			}
-			return filepath.Clean(common)
+			return linkedGitDir(d, dotgit)
 		}
-		if d == "/" {
+		if err == nil {
+			return ""
+		}
+		if d == filepath.Dir(d) {
 			return ""
 		}
 	}
+}
+
+// linkedGitDir returns the git directory that the .git file dotgit of the
+// working tree d names, and only when that git directory names d back: a
+// linked worktree (its gitdir file names dotgit; the common dir is granted)
+// or a submodule (its core.worktree names d). Anything else, such as a .git
+// file planted to point at another repository or at a plain directory,
+// grants nothing.
+func linkedGitDir(d, dotgit string) string {
+	gitdir, err := readGitdirFile(dotgit)
+	if err != nil {
+		return ""
+	}
+	if !filepath.IsAbs(gitdir) {
+		gitdir = filepath.Join(d, gitdir)
+	}
+	gitdir = filepath.Clean(gitdir)
+	if !isGitDir(gitdir) {
+		return ""
+	}
+	if b, err := os.ReadFile(filepath.Join(gitdir, "gitdir")); err == nil && filepath.Clean(strings.TrimSpace(string(b))) == dotgit {
+		b, err := os.ReadFile(filepath.Join(gitdir, "commondir"))
+		if err != nil {
+			return ""
+		}
+		common := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(gitdir, common)
+		}
+		common = filepath.Clean(common)
+		if !isGitDir(common) || !within(gitdir, filepath.Join(common, "worktrees")) {
+			return ""
+		}
+		return common
+	}
+	if wt := coreWorktree(gitdir); wt != "" && wt == d {
+		return gitdir
+	}
+	return ""
+}
+
+// isGitDir reports whether p is a real directory (not a symlink) that
+// looks like a git directory: a HEAD file, and objects/ or a commondir file.
+func isGitDir(p string) bool {
+	if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+		return false
+	}
+	if fi, err := os.Lstat(filepath.Join(p, "HEAD")); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	if fi, err := os.Lstat(filepath.Join(p, "objects")); err == nil && fi.IsDir() {
+		return true
+	}
+	fi, err := os.Lstat(filepath.Join(p, "commondir"))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// coreWorktree returns core.worktree of the git directory gitdir, made
+// absolute, or "". It reads the simple form git writes for submodules.
+func coreWorktree(gitdir string) string {
+	b, err := os.ReadFile(filepath.Join(gitdir, "config"))
+	if err != nil {
+		return ""
+	}
+	inCore := false
+	for _, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "[") {
+			inCore = strings.EqualFold(strings.Trim(l, "[] \t"), "core")
+			continue
+		}
+		k, v, ok := strings.Cut(l, "=")
+		if !inCore || !ok || !strings.EqualFold(strings.TrimSpace(k), "worktree") {
+			continue
+		}
+		v = strings.Trim(strings.TrimSpace(v), `"`)
+		if !filepath.IsAbs(v) {
+			v = filepath.Join(gitdir, v)
+		}
+		return filepath.Clean(v)
+	}
+	return ""
 }
 
 func readGitdirFile(path string) (string, error) {

@@ -873,3 +873,34 @@ func deniedAs(got string, o fsop) bool {
 	}
 	return false
 }
+
+// TestPlantedGitFileGrantsNothing: a command may leave a .git file (or
+// symlink) in its project that names a directory outside, hoping the next
+// session grants it as the project's git directory. It must not: the next
+// session still cannot write there.
+func TestPlantedGitFileGrantsNothing(t *testing.T) {
+	t.Parallel()
+	a, _ := users(t)
+	for _, plant := range []string{
+		`printf 'gitdir: %s\n' "$HOME" > .git`,
+		`ln -s "$HOME" .git`,
+		`mkdir -p fake && echo ref > fake/HEAD && mkdir fake/objects && printf '%s\n' "$HOME" > fake/commondir && printf '%s\n' "$PWD/.git" > fake/gitdir && printf 'gitdir: %s\n' "$PWD/fake" > .git`,
+	} {
+		p := a.project(t)
+		r := a.box(t, nil, "--", "sh", "-c", "cd "+p+" && "+plant)
+		wantCode(t, "agentbox (plant .git)", r, 0)
+		probe := filepath.Join(a.Home, "abtest-git-probe")
+		os.Remove(probe)
+		cmd := a.agentboxIn(p, nil, "--", "sh", "-c", `echo x > "$1" 2>/dev/null && echo wrote; true`, "sh", probe)
+		r = run(t, cmd)
+		wantCode(t, "agentbox (write through the planted .git)", r, 0)
+		if strings.Contains(string(r.stdout), "wrote") {
+			t.Errorf("after %q, the next session wrote %s", plant, probe)
+		}
+		os.Remove(probe)
+		pol := run(t, a.agentboxIn(p, nil, "policy", "--json"))
+		if strings.Contains(string(pol.stdout), `"`+a.Home+`"`) {
+			t.Errorf("after %q, policy grants the home directory: %s", plant, pol.stdout)
+		}
+	}
+}
