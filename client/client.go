@@ -11,9 +11,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/sandbox"
 )
@@ -87,6 +90,7 @@ type Sandbox struct {
 	id, path string
 	root     string
 	initPID  int
+	initFD   int // pidfd of the sandbox's PID 1, -1 until started
 	res      Result
 	err      error
 	canceled bool
@@ -154,21 +158,35 @@ func Start(ctx context.Context, cfg Config) (*Sandbox, error) {
 	cmd.Dir, cmd.Env = cfg.Dir, cfg.Env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = cfg.Stdin, cfg.Stdout, cfg.Stderr
 	cmd.ExtraFiles = []*os.File{w}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
+	// If the orchestrator dies, so does the sandbox, even a command that
+	// ignores SIGTERM (the session directory is removed by the next start
+	// or by agentbox clean). Pdeathsig follows the thread that forked, so
+	// the fork runs on a locked thread that lives until the wrapper ends.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	startErr, waitErr := make(chan error, 1), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: retired after the wrapper has ended
+		if err := cmd.Start(); err != nil {
+			startErr <- err
+			return
+		}
+		startErr <- nil
+		waitErr <- cmd.Wait()
+	}()
+	if err := <-startErr; err != nil {
 		r.Close()
 		w.Close()
 		return nil, fmt.Errorf("agentbox client: %w", err)
 	}
 	w.Close()
-	s := &Sandbox{cmd: cmd, cfg: cfg, ready: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}), root: cfg.Root}
+	s := &Sandbox{cmd: cmd, cfg: cfg, ready: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}), root: cfg.Root, initFD: -1}
 	eventsDone := make(chan struct{})
 	go func() {
 		defer close(eventsDone)
 		s.read(r)
 	}()
 	go func() {
-		err := cmd.Wait()
+		err := <-waitErr
 		<-eventsDone
 		s.finish(err)
 	}()
@@ -209,6 +227,11 @@ func (s *Sandbox) read(r *os.File) {
 			s.res.SessionID = e.Session
 		case "started":
 			s.initPID = e.InitPID
+			// A pidfd now, while init is alive (it has just reported): a
+			// bare pid could be reused by the time it is signalled.
+			if fd, err := unix.PidfdOpen(e.InitPID, 0); err == nil && s.initFD < 0 {
+				s.initFD = fd
+			}
 		case "exited":
 			if e.ExitStatus != nil {
 				s.res.ExitStatus = *e.ExitStatus
@@ -240,6 +263,10 @@ func (s *Sandbox) finish(waitErr error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer close(s.done)
+	if s.initFD >= 0 {
+		unix.Close(s.initFD)
+		s.initFD = -1
+	}
 	s.res.Canceled = s.canceled
 	st := s.cmd.ProcessState
 	if st == nil {
@@ -276,15 +303,20 @@ func (s *Sandbox) watch(ctx context.Context) {
 	case <-t.C:
 	}
 	s.mu.Lock()
-	pid := s.initPID
-	s.mu.Unlock()
-	if pid > 0 {
+	var err error = os.ErrProcessDone
+	if s.initFD >= 0 {
 		// PID 1 of the sandbox: the kernel kills everything in it, and the
 		// wrapper, which survives, removes the session as usual.
-		syscall.Kill(pid, syscall.SIGKILL)
+		err = unix.PidfdSendSignal(s.initFD, unix.SIGKILL, nil, 0)
+	}
+	s.mu.Unlock()
+	if err == nil {
 		return
 	}
-	// Not started yet: nothing else to aim at. The session is removed by
+	// Not started yet, or not ours to signal (a nested sandbox is in a
+	// Landlock domain of its own): kill the wrapper. A nested session's
+	// enclosing init then kills the command and removes the session; a
+	// top-level one dies with its wrapper (Pdeathsig) and is removed by
 	// the next start or by agentbox clean.
 	s.cmd.Process.Kill()
 }

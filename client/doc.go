@@ -18,10 +18,13 @@
 // millisecond and a half).
 //
 // Cancelling the context given to Start ends the sandbox: SIGTERM to the
-// command, then, after Config.Grace, SIGKILL to the sandbox's PID 1, which
-// ends every process in it. The wrapper still removes the session, and Wait
-// reports it. If the orchestrator itself dies, the wrapper gets SIGTERM and
-// forwards it to the command (Pdeathsig); a session left behind by a
-// SIGKILLed wrapper is removed by the next agentbox start or by
-// `agentbox clean`.
+// command, then, after Config.Grace, SIGKILL to the sandbox's PID 1 (through
+// a pidfd), which ends every process in it; the wrapper still removes the
+// session, and Wait reports it. A nested sandbox (an orchestrator that runs
+// inside agentbox) is outside the caller's reach: there the wrapper is
+// killed instead, and the enclosing session's init kills the command and
+// removes the session. If the orchestrator itself dies, the wrapper gets
+// SIGKILL (Pdeathsig) and the sandbox dies with it; its session directory
+// is removed by the next agentbox start or by `agentbox clean`. An OnEvent
+// callback must not call Wait (it runs before Wait can return).
 package client

@@ -46,6 +46,8 @@ type Config struct {
 	// outer are the Landlock policies of the sandboxes this one is nested
 	// in, outermost first, applied by init before the sandbox's own.
 	outer []landlock.Policy
+	// roots are the enclosing sessions' roots, outermost first.
+	roots []string
 }
 
 // Result is how a run ended.
@@ -80,6 +82,8 @@ type initConfig struct {
 	// Outer are the policies of the sandboxes this one is nested in,
 	// outermost first, applied before Landlock; empty when not nested.
 	Outer []landlock.Policy `json:"outer,omitempty"`
+	// Roots are the enclosing sessions' roots, outermost first.
+	Roots []string `json:"roots,omitempty"`
 }
 
 // initMsg is what the init stage reports on fd 4, one JSON object.

@@ -150,6 +150,9 @@ func runDegraded(cfg Config, pol Policy, sess *session.Session, cause string, um
 	if err != nil {
 		return setupFailed(&Error{Code: ExitSetup, Err: fmt.Errorf("degraded mode needs Landlock to keep the host's /tmp unwritten: %w", err)})
 	}
+	if !plan.Enforced {
+		return setupFailed(&Error{Code: ExitSetup, Err: errors.New("degraded mode needs Landlock to keep the host's /tmp unwritten, and --landlock=off (or an unavailable Landlock) leaves nothing enforced; drop --landlock=off, or run where user namespaces are available")})
+	}
 	fmt.Fprintf(cfg.Messages, DegradedGuarantees, cause, tmp, plan.Summary())
 
 	// Orphans of the command are re-parented to us, so that none outlives

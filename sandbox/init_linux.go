@@ -137,7 +137,10 @@ func InitMain() int {
 	// it such a run fails to mount and says so; the session goes on.
 	nestFD, nestPath, nestErr := listenNest(runtimeDir)
 	if nestErr == nil {
-		go serveNest(nestFD, cfg.UID, nestRunConfig{Outer: append(append([]landlock.Policy{}, cfg.Outer...), cfg.Landlock)})
+		go serveNest(nestFD, cfg.UID, nestRunConfig{
+			Outer: append(append([]landlock.Policy{}, cfg.Outer...), cfg.Landlock),
+			Roots: append(append([]string{}, cfg.Roots...), rootPath),
+		})
 	}
 	// Nothing of the session root may stay open in init past this point.
 	for _, fd := range here {

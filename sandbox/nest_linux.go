@@ -11,8 +11,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -87,7 +89,15 @@ type nestRequest struct {
 // nestRunConfig is what init gives the nest-run stage (argv[1]).
 type nestRunConfig struct {
 	Outer []landlock.Policy `json:"outer"` // this sandbox's policies, outermost first
+	// Roots are the enclosing sessions' roots, hidden in the nested
+	// sandbox (each holds a sealed tmpfs with a spare proc of its PID
+	// namespace, which a command with a user namespace of its own could
+	// otherwise enter).
+	Roots []string `json:"roots"`
 }
+
+// maxNestRuns bounds the nest-run stages one session runs at once.
+const maxNestRuns = 64
 
 // maxNestRequest bounds a request (argv and environment included).
 const maxNestRequest = 16 << 20
@@ -115,20 +125,38 @@ func listenNest(runtimeDir string) (int, string, error) {
 // processes of uid only, and starts a nest-run stage for each.
 func serveNest(lfd, uid int, cfg nestRunConfig) {
 	b, _ := json.Marshal(cfg)
+	slots := make(chan struct{}, maxNestRuns)
 	for {
 		cfd, _, err := unix.Accept4(lfd, unix.SOCK_CLOEXEC)
-		if err == unix.EINTR || err == unix.ECONNABORTED {
+		switch err {
+		case nil:
+		case unix.EINTR, unix.ECONNABORTED:
 			continue
-		}
-		if err != nil {
+		case unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM:
+			// Out of something for now: a requester waits in the backlog.
+			time.Sleep(50 * time.Millisecond)
+			continue
+		default:
 			return
 		}
+		// Only processes of this sandbox, of our uid: the peer's pid reads
+		// 0 when it is outside init's PID namespace (another session that
+		// can see this socket through the file system).
 		cred, err := unix.GetsockoptUcred(cfd, unix.SOL_SOCKET, unix.SO_PEERCRED)
-		if err != nil || int(cred.Uid) != uid {
+		if err != nil || int(cred.Uid) != uid || cred.Pid <= 0 {
 			unix.Close(cfd)
 			continue
 		}
-		go spawnNestRun(cfd, string(b))
+		select {
+		case slots <- struct{}{}:
+		default:
+			unix.Close(cfd) // too many at once: the requester says so
+			continue
+		}
+		go func() {
+			spawnNestRun(cfd, string(b))
+			<-slots
+		}()
 	}
 }
 
@@ -157,8 +185,21 @@ func spawnNestRun(cfd int, cfg string) {
 		// which forwards them, and not this stage a second time.
 		Sys: &syscall.SysProcAttr{Setsid: true},
 	})
-	if err == nil {
-		p.Release() // init's reaper collects it
+	if err != nil {
+		return
+	}
+	// init's reaper collects it; the slot is held until it has ended.
+	pidfd, err := unix.PidfdOpen(p.Pid, 0)
+	p.Release()
+	if err != nil {
+		return
+	}
+	defer unix.Close(pidfd)
+	for {
+		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, -1); err != unix.EINTR {
+			return
+		}
 	}
 }
 
@@ -170,7 +211,14 @@ func NestRunMain() int {
 	if err := json.Unmarshal([]byte(os.Args[1]), &cfg); err != nil {
 		return ExitSetup
 	}
+	// A requester that connects and says nothing does not hold this stage
+	// for the rest of the session.
+	unix.SetsockoptTimeval(3, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 10})
 	req, files, err := readNestRequest(conn)
+	unix.SetsockoptTimeval(3, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{})
+	if err == nil && os.Getuid() == 0 {
+		err = errors.New("nested sessions are not available when the enclosing agentbox runs as root: the nested user namespace would map uid 0, which needs CAP_SETFCAP, and the sandbox keeps no capability; run the enclosing agentbox as an ordinary user")
+	}
 	if err != nil {
 		status := newStatus(conn)
 		code := ExitSetup
@@ -190,12 +238,17 @@ func NestRunMain() int {
 			sigs <- syscall.Signal(b[0])
 		}
 	}()
+	hide := strs(req.Hide)
+	for _, r := range cfg.Roots {
+		if !under(r, "/tmp", "/var/tmp", "/dev/shm") { // those are covered by the nested session's own
+			hide = append(hide, r)
+		}
+	}
 	rc := Config{
 		Argv: strs(req.Argv), Env: strs(req.Env), Dir: string(req.Dir), Root: nestedRoot, Keep: req.Keep,
 		Stdin: files[0], Stdout: files[1], Stderr: files[2], Messages: files[2],
-		Profile: req.Profile, Landlock: req.Landlock, RW: strs(req.RW), RO: strs(req.RO), Hide: strs(req.Hide), Show: strs(req.Show),
-		AllowDegraded: req.AllowDegraded, Status: conn,
-		signals: sigs, outer: cfg.Outer,
+		Profile: req.Profile, Landlock: req.Landlock, RW: strs(req.RW), RO: strs(req.RO), Hide: hide, Show: strs(req.Show),
+		Status: conn, signals: sigs, outer: cfg.Outer, roots: cfg.Roots,
 	}
 	if req.Verbose {
 		rc.Log = files[2]
@@ -216,11 +269,17 @@ func readNestRequest(conn *os.File) (nestRequest, [3]*os.File, error) {
 		return req, files, fmt.Errorf("receive: %w", err)
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
+	if err != nil {
 		return req, files, fmt.Errorf("no descriptors with the request")
 	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 3 {
+	var fds []int
+	for i := range msgs {
+		got, err := unix.ParseUnixRights(&msgs[i])
+		if err == nil {
+			fds = append(fds, got...)
+		}
+	}
+	if len(fds) != 3 {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
@@ -242,6 +301,9 @@ func readNestRequest(conn *os.File) (nestRequest, [3]*os.File, error) {
 	}
 	if err := json.Unmarshal(body, &req); err != nil || len(req.Argv) == 0 {
 		return req, files, fmt.Errorf("bad request: %v", err)
+	}
+	if !filepath.IsAbs(string(req.Dir)) {
+		return req, files, fmt.Errorf("working directory %q is not an absolute path", req.Dir)
 	}
 	return req, files, nil
 }
@@ -293,13 +355,18 @@ func runNested(cfg Config, sock string) (res Result, err error) {
 	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: sock}); err != nil {
 		return unreachable(fmt.Errorf("connect: %w", err))
 	}
-	// Only the session's own init, of our own uid, gets our descriptors.
+	// Only the session's own init, PID 1 of our PID namespace and of our
+	// uid, gets our descriptors: not a look-alike socket another process
+	// of ours serves.
 	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
 	if err != nil {
 		return unreachable(fmt.Errorf("SO_PEERCRED: %w", err))
 	}
 	if int(cred.Uid) != os.Getuid() {
 		return unreachable(fmt.Errorf("it belongs to uid %d, you are uid %d", cred.Uid, os.Getuid()))
+	}
+	if cred.Pid != 1 {
+		return unreachable(fmt.Errorf("it is served by pid %d, not by this sandbox's init (pid 1)", cred.Pid))
 	}
 	req := nestRequest{Argv: bytesOf(cfg.Argv), Env: bytesOf(cfg.Env), Dir: []byte(cfg.Dir), Profile: cfg.Profile, Landlock: cfg.Landlock,
 		RW: bytesOf(cfg.RW), RO: bytesOf(cfg.RO), Hide: bytesOf(cfg.Hide), Show: bytesOf(cfg.Show),
@@ -374,7 +441,7 @@ func runNested(cfg Config, sock string) (res Result, err error) {
 		}
 	}
 	if !ended {
-		return res, errorf(ExitSetup, "nested agentbox: the outer session's nest-run stage ended without reporting the command's end")
+		return res, errorf(ExitSetup, "nested agentbox: the enclosing session ended the request without running the command (too many nested sessions at once, or the enclosing session is ending); try again")
 	}
 	return res, setupErr
 }

@@ -124,6 +124,12 @@ func Run(cfg Config) (res Result, err error) {
 	if err != nil {
 		return res, &Error{Code: ExitSetup, Err: err}
 	}
+	if len(cfg.outer) > 0 {
+		// A nested session never degrades, whatever its flags or config
+		// say: the degraded stage would run without the enclosing
+		// sessions' Landlock layers, in their mount namespace.
+		pol.AllowDegraded = false
+	}
 	plan, err := landlock.Check(pol.Landlock)
 	if err != nil {
 		return res, &Error{Code: ExitSetup, Err: err}
@@ -323,7 +329,7 @@ func start(cfg Config, pol Policy, sess *session.Session, rootFD int, rootPath s
 
 	ic := initConfig{Argv: bytesOf(cfg.Argv), Env: bytesOf(cfg.Env), Dir: []byte(cfg.Dir), UID: uid, GID: gid, Umask: umask,
 		SessionID: sess.ID, RootPath: []byte(rootPath), RunUser: isDir("/run/user"), DevShm: isDir("/dev/shm"), VarTmp: isDir("/var/tmp"),
-		Hide: bytesOf(entryPaths(pol.Hide)), ReadOnly: bytesOf(entryPaths(pol.ReadOnly)), Landlock: pol.Landlock, Outer: cfg.outer}
+		Hide: bytesOf(entryPaths(pol.Hide)), ReadOnly: bytesOf(entryPaths(pol.ReadOnly)), Landlock: pol.Landlock, Outer: cfg.outer, Roots: cfg.roots}
 	b, _ := json.Marshal(ic)
 	configW.Write(b)
 	configW.Close()
@@ -353,6 +359,9 @@ func start(cfg Config, pol Policy, sess *session.Session, rootFD int, rootPath s
 	var setupErr error
 	if msg.Event == "started" {
 		e := Event{Event: "started", Mode: "namespaces", InitPID: pid}
+		if len(cfg.outer) > 0 {
+			e.Mode = "nested"
+		}
 		if cfg.status != nil {
 			if kids := childrenOf(pid); len(kids) == 1 {
 				e.PID = kids[0]

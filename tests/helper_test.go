@@ -37,6 +37,8 @@ func helperMain(name string) int {
 		return policyHelper(name, os.Args[1:]) // policy_helpers_test.go
 	case "seccomp-nouserns-exec", "seccomp-nomount-exec":
 		return restrictedHelper(name, os.Args[1:]) // restricted_helpers_test.go
+	case "nestprobe", "clientcancel", "clientorphan":
+		return nestedHelper(name, os.Args[1:]) // nested_helpers_test.go
 	}
 	fmt.Fprintf(os.Stderr, "abtest-helper: unknown helper %q\n", name)
 	return 2

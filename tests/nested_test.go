@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // nestedEnv puts the binary under test first in PATH, so that the command
@@ -189,5 +190,96 @@ func TestNestedStatusAndBytes(t *testing.T) {
 	}
 	if session.Root != "/tmp/.agentbox-nested" || kinds[len(kinds)-1] != "cleanup" {
 		t.Errorf("events %v, session %+v: want the nested session's, ending in cleanup", kinds, session)
+	}
+}
+
+// TestNestSocketOtherSession: a session whose root differs can see another
+// session's nest socket through the file system. Neither the socket's init
+// (the peer is outside its PID namespace) nor agentbox (the server is not
+// its own init) may accept that.
+func TestNestSocketOtherSession(t *testing.T) {
+	t.Parallel()
+	a, _ := users(t)
+	p := a.project(t)
+	ready := filepath.Join(p, "a-ready")
+	pa := start(t, a.agentbox(nil, "--", "sh", "-c", `echo "$AGENTBOX_SESSION" > "$1"; sleep 30`, "sh", ready))
+	defer pa.cmd.Process.Kill()
+	var id string
+	for i := 0; i < 100 && id == ""; i++ {
+		b, _ := os.ReadFile(ready)
+		id = strings.TrimSpace(string(b))
+		time.Sleep(50 * time.Millisecond)
+	}
+	if id == "" {
+		t.Fatal("session A did not start")
+	}
+	sock := filepath.Join(a.Home, ".local", "state", "agentbox", id, "run", "agentbox-nest.sock")
+	marker := filepath.Join(p, "reached")
+	otherRoot := filepath.Join(a.workDir(), "other-root-"+id)
+	// The outsider's own agentbox, pointed at A's socket.
+	r := a.box(t, []string{"AGENTBOX_SESSION=" + id, "AGENTBOX_NEST=" + sock}, "--root", otherRoot, "--", "sh", "-c", "echo reached > "+marker)
+	if r.code != 125 || !strings.Contains(string(r.stderr), "not by this sandbox's init") {
+		t.Errorf("agentbox with another session's AGENTBOX_NEST: %v; want 125 naming the wrong server", r)
+	}
+	// A raw request from inside session B, which can see A's root.
+	cmd := a.agentbox([]string{helperEnv + "=nestprobe"}, "--root", otherRoot, "--", helperBin, sock, marker)
+	r = run(t, cmd)
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatalf("session B ran a command through session A's nest socket (%v)", r)
+	}
+	if out := string(r.stdout); !strings.Contains(out, "reply=0") && !strings.Contains(out, "connect:") && !strings.Contains(out, "sendmsg:") {
+		t.Errorf("nest probe from another session: %v; want the connection refused or closed without a reply", r)
+	}
+}
+
+// TestNestedHidesEnclosingRoots: the enclosing session's root holds a
+// sealed tmpfs with a spare proc of the enclosing PID namespace; a nested
+// command with a user namespace of its own (which gives it DAC override
+// over its own files) must still not reach it, because it is hidden.
+func TestNestedHidesEnclosingRoots(t *testing.T) {
+	t.Parallel()
+	a, _ := users(t)
+	root := filepath.Join(a.Home, ".local", "state", "agentbox")
+	script := `agentbox -- sh -c 'ls -A "$1"; unshare -Ur sh -c "ls \"$1/proc\" 2>/dev/null | grep -c \"^[0-9]\"" ; echo "end"' sh "$1"`
+	r := a.box(t, nestedEnv(), "--", "sh", "-c", script, "sh", root)
+	wantCode(t, "agentbox", r, 0)
+	if got := strings.TrimSpace(string(r.stdout)); got != "0\nend" {
+		t.Errorf("inside the nested session, the enclosing root shows %q; want it empty and no proc behind it", got)
+	}
+}
+
+// TestClientNestedCancelAndOrphan: the Go API used by an orchestrator that
+// itself runs inside agentbox: cancelling ends a command that ignores
+// SIGTERM (the nested init is out of the caller's reach, so the wrapper is
+// killed and the enclosing init cleans up), and a dead orchestrator takes
+// its sandboxes with it.
+func TestClientNestedCancelAndOrphan(t *testing.T) {
+	t.Parallel()
+	a, _ := users(t)
+	p := a.project(t)
+	r := a.box(t, append(nestedEnv(), helperEnv+"=clientcancel"), "--", helperBin, agentboxBin)
+	wantCode(t, "agentbox -- clientcancel", r, 0)
+	if !strings.Contains(string(r.stdout), "canceled=true") || !strings.Contains(string(r.stdout), "within=true") {
+		t.Errorf("cancel inside agentbox: %v", r)
+	}
+	pidfile := filepath.Join(p, "orphan-pid")
+	// The nested command's processes are visible here (its PID namespace
+	// is inside this one); $3 only says it started.
+	script := `"$1" "$2" "$3"; n=0; while pgrep -x sleep >/dev/null && [ $n -lt 100 ]; do sleep 0.05; n=$((n+1)); done; pgrep -x sleep >/dev/null && echo alive || echo gone`
+	r = a.box(t, append(nestedEnv(), helperEnv+"=clientorphan"), "--", "sh", "-c", script, "sh", helperBin, agentboxBin, pidfile)
+	wantCode(t, "agentbox -- clientorphan", r, 0)
+	if !strings.Contains(string(r.stdout), "orphaning") || !strings.HasSuffix(strings.TrimSpace(string(r.stdout)), "gone") {
+		t.Errorf("orphaned sandbox: %v; want its command gone", r)
+	}
+}
+
+// TestNestedRootCaller: a root caller's sandbox cannot map uid 0 into a
+// nested user namespace; agentbox says so instead of a misleading remedy.
+func TestNestedRootCaller(t *testing.T) {
+	users(t)
+	r := rootUser.box(t, nestedEnv(), "--", "sh", "-c", `agentbox -- true; echo "inner=$?"`)
+	wantCode(t, "agentbox", r, 0)
+	if !strings.Contains(string(r.stdout), "inner=125") || !strings.Contains(string(r.stderr), "not available when the enclosing agentbox runs as root") {
+		t.Errorf("nested agentbox as root: %v", r)
 	}
 }

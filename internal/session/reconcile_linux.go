@@ -274,6 +274,10 @@ func nextBatch(rootFD, n int) ([]string, error) {
 			}
 		})
 		unix.Close(fd)
+		if err != nil && pass == 0 && start != 0 {
+			next = 0 // a cookie this filesystem no longer takes: start over
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
