@@ -124,6 +124,7 @@ func Run(cfg Config) (res Result, err error) {
 	if err != nil {
 		return res, &Error{Code: ExitSetup, Err: err}
 	}
+	pol.Hide = append(pol.Hide, otherRoots(cfg, root.Path, pol)...)
 	if len(cfg.outer) > 0 {
 		// A nested session never degrades, whatever its flags or config
 		// say: the degraded stage would run without the enclosing
@@ -563,4 +564,44 @@ func emitExited(st *statusWriter, sig syscall.Signal, code int) {
 		e.Signal = unix.SignalName(sig)
 	}
 	st.emit(e)
+}
+
+// otherRoots are the session roots this run does not use but other runs
+// of the same user may (AGENTBOX_ROOT, $XDG_STATE_HOME/agentbox,
+// ~/.local/state/agentbox), hidden so that a session with its own --root
+// cannot read the others' private directories (same uid, so their 0700
+// modes do not stop it). A root under the private /tmp is covered anyway;
+// one that holds the working directory or this session's root is left.
+func otherRoots(cfg Config, inUse string, pol Policy) []Entry {
+	var cands []string
+	if v, ok := env.Lookup(cfg.Env, "AGENTBOX_ROOT"); ok {
+		cands = append(cands, v)
+	}
+	if v, ok := env.Lookup(cfg.Env, "XDG_STATE_HOME"); ok && filepath.IsAbs(v) {
+		cands = append(cands, filepath.Join(v, "agentbox"))
+	}
+	if home, ok := env.Lookup(cfg.Env, "HOME"); ok && filepath.IsAbs(home) {
+		cands = append(cands, filepath.Join(home, ".local", "state", "agentbox"))
+	}
+	var out []Entry
+	for _, c := range cands {
+		if !filepath.IsAbs(c) {
+			continue
+		}
+		c = filepath.Clean(c)
+		if c == "/" || c == inUse || within(inUse, c) || within(c, inUse) || within(cfg.Dir, c) || under(c, "/tmp", "/var/tmp", "/dev/shm", "/proc") {
+			continue
+		}
+		if fi, err := os.Lstat(c); err != nil || !fi.IsDir() {
+			continue
+		}
+		dup := false
+		for _, h := range append(pol.Hide, out...) {
+			dup = dup || h.Path == c
+		}
+		if !dup {
+			out = append(out, Entry{Path: c, Source: "another session root"})
+		}
+	}
+	return out
 }

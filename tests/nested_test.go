@@ -283,3 +283,30 @@ func TestNestedRootCaller(t *testing.T) {
 		t.Errorf("nested agentbox as root: %v", r)
 	}
 }
+
+// TestOtherRootsHidden: a session run with its own --root must not read
+// the private directories of sessions under the default root (they are the
+// same user's, so file modes do not stop it).
+func TestOtherRootsHidden(t *testing.T) {
+	t.Parallel()
+	a, _ := users(t)
+	p := a.project(t)
+	ready := filepath.Join(p, "a-ready")
+	pa := start(t, a.agentbox(nil, "--", "sh", "-c", `echo secret > /tmp/a-secret; echo "$AGENTBOX_SESSION" > "$1"; sleep 30`, "sh", ready))
+	defer pa.cmd.Process.Kill()
+	var id string
+	for i := 0; i < 100 && id == ""; i++ {
+		b, _ := os.ReadFile(ready)
+		id = strings.TrimSpace(string(b))
+		time.Sleep(50 * time.Millisecond)
+	}
+	if id == "" {
+		t.Fatal("session A did not start")
+	}
+	secret := filepath.Join(a.Home, ".local", "state", "agentbox", id, "tmp", "a-secret")
+	r := a.box(t, nil, "--root", filepath.Join(a.workDir(), "own-root-"+id), "--", "sh", "-c", `cat "$1" 2>/dev/null && echo READ; ls -A "$2"`, "sh", secret, filepath.Dir(filepath.Dir(filepath.Dir(secret))))
+	wantCode(t, "agentbox --root other", r, 0)
+	if strings.Contains(string(r.stdout), "READ") || strings.Contains(string(r.stdout), id) {
+		t.Errorf("a session with its own root read the default root's sessions: %v", r)
+	}
+}
