@@ -91,8 +91,15 @@ func TestStatusFD(t *testing.T) {
 		var cmdline string
 		events, res := a.boxStatus(t, func(e statusEvent) {
 			if e.Event == "started" {
-				b, _ := os.ReadFile("/proc/" + strconv.Itoa(e.PID) + "/cmdline")
-				cmdline = strings.ReplaceAll(string(b), "\x00", " ")
+				// The event may come while the kernel is still finishing the
+				// command's execve: its argv shows a moment later.
+				for i := 0; i < 50 && cmdline == ""; i++ {
+					b, _ := os.ReadFile("/proc/" + strconv.Itoa(e.PID) + "/cmdline")
+					cmdline = strings.ReplaceAll(string(b), "\x00", " ")
+					if cmdline == "" {
+						time.Sleep(2 * time.Millisecond)
+					}
+				}
 			}
 		}, "--", "sh", "-c", "cd "+p+" && echo out && echo err >&2 && sleep 0.3; exit 3")
 		wantCode(t, "agentbox", res, 3)
