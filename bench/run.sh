@@ -43,9 +43,14 @@ echo "binary: $(stat -c %s "$AB") bytes (CGO_ENABLED=0, -trimpath -ldflags='-s -
 echo
 
 BWRAP="bwrap --unshare-user --unshare-pid --dev-bind / / --tmpfs /tmp --tmpfs /var/tmp /bin/true"
+# The bare form (no flag: what IDEs and orchestrators prefix) finds its
+# root through XDG_STATE_HOME; the --root form goes through the CLI parser.
+export XDG_STATE_HOME="$W/state"
+rm -rf "$W/state"
 "$W/interleave" -title "## Start-up: \`-- /bin/true\`, full session create and cleanup" \
 	-rounds "$ROUNDS" -warmup 5 -base bwrap -base unshare -base true \
-	-cmd "agentbox=$AB --root $W/root -- /bin/true" \
+	-cmd "agentbox=$AB -- /bin/true" \
+	-cmd "agentbox-flags=$AB --root $W/root -- /bin/true" \
 	-cmd "bwrap=$BWRAP" \
 	-cmd "unshare=unshare -Urm /bin/true" \
 	-cmd "true=/bin/true" | tee "$W/startup.md"
