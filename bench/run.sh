@@ -43,6 +43,10 @@ echo "binary: $(stat -c %s "$AB") bytes (CGO_ENABLED=0, -trimpath -ldflags='-s -
 echo
 
 BWRAP="bwrap --unshare-user --unshare-pid --dev-bind / / --tmpfs /tmp --tmpfs /var/tmp /bin/true"
+# agentbox's sessions live on disk: let the writeback of the build (and of
+# an earlier run's 100 000 files) settle, or it shows in the figures.
+settle() { sync; sleep 3; }
+settle
 # The bare form (no flag: what IDEs and orchestrators prefix) finds its
 # root through XDG_STATE_HOME; the --root form goes through the CLI parser.
 export XDG_STATE_HOME="$W/state"
@@ -102,6 +106,7 @@ wait
 e=$(date +%s.%N)
 printf '64 sessions started concurrently: all done in %.3f s\n\n' "$(echo "$e - $s" | bc)"
 for i in $(seq "$SESSIONS"); do "$AB" --keep --root "$W/root1000" -- /bin/true 2>/dev/null; done
+settle
 "$W/interleave" -title "Start-up with $SESSIONS kept sessions in the root vs an empty root:" \
 	-rounds "$ROUNDS" -warmup 5 -base empty \
 	-cmd "empty=$AB --root $W/root -- /bin/true" \
