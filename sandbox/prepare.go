@@ -18,7 +18,7 @@ import (
 // effective policy for cfg, without changing anything.
 func Prepare(cfg Config) (Policy, error) {
 	home, _ := env.Lookup(cfg.Env, "HOME")
-	if !rootdir.HomeUsable(home, os.Getuid()) {
+	if !rootdir.HomeOwned(home, os.Getuid()) {
 		home = ""
 	}
 	xdgConfig, _ := env.Lookup(cfg.Env, "XDG_CONFIG_HOME")

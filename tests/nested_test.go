@@ -310,3 +310,23 @@ func TestOtherRootsHidden(t *testing.T) {
 		t.Errorf("a session with its own root read the default root's sessions: %v", r)
 	}
 }
+
+// TestNestedHomeRelative: inside a sandbox the home directory is on a
+// read-only mount; a nested session must still expand ~ and apply
+// home-relative rules: grant what the enclosing session granted (a
+// profile's ~/.config/agent) and hide what it hides.
+func TestNestedHomeRelative(t *testing.T) {
+	t.Parallel()
+	a, _ := users(t)
+	grant := filepath.Join(a.Home, "abtest-nested-grant")
+	os.RemoveAll(grant)
+	a.mkdir(t, grant, 0o700)
+	t.Cleanup(func() { os.RemoveAll(grant) })
+	script := `agentbox --rw ~/abtest-nested-grant -- sh -c 'echo x > ~/abtest-nested-grant/f && echo granted-wrote; agentbox policy | grep -c "$HOME/.ssh"'`
+	r := a.box(t, nestedEnv(), "--rw", grant, "--", "sh", "-c", script)
+	wantCode(t, "agentbox", r, 0)
+	out := strings.Fields(string(r.stdout))
+	if len(out) != 2 || out[0] != "granted-wrote" || out[1] == "0" {
+		t.Errorf("nested home-relative rules: %v; want the grant writable and ~/.ssh hidden", r)
+	}
+}

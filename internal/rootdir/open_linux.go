@@ -22,6 +22,15 @@ import (
 // A failed check reads as "not usable". That is safe here only because the
 // answer merely chooses the fallback, and Open verifies the fallback strictly.
 func HomeUsable(home string, uid int) bool {
+	return HomeOwned(home, uid) && unix.Access(home, unix.W_OK) == nil
+}
+
+// HomeOwned reports whether home is an absolute, clean path naming a
+// directory owned by uid: one that policies may name paths relative to
+// (~/.ssh to hide, a profile's ~/.config/agent to grant), writable or not.
+// Inside a sandbox the home directory is on a read-only mount, and a nested
+// session must still hide and grant what the enclosing one did.
+func HomeOwned(home string, uid int) bool {
 	if !plainAbs(home) {
 		return false
 	}
@@ -29,10 +38,7 @@ func HomeUsable(home string, uid int) bool {
 	if err := unix.Stat(home, &st); err != nil {
 		return false
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != uid {
-		return false
-	}
-	return unix.Access(home, unix.W_OK) == nil
+	return st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == uid
 }
 
 // Open creates the session root c.Path if it is missing, verifies it for
