@@ -391,18 +391,7 @@ func runNested(cfg Config, sock string) (res Result, err error) {
 		defer signal.Stop(c)
 		sigs = c
 	}
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			select {
-			case s := <-sigs:
-				conn.Write([]byte{byte(s.(syscall.Signal))})
-			case <-stop:
-				return
-			}
-		}
-	}()
+	defer forwardSignals(sigs, conn)()
 
 	var setupErr error
 	ended := false

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -336,21 +337,9 @@ func start(cfg Config, pol Policy, sess *session.Session, rootFD int, rootPath s
 	configW.Close()
 
 	// Forward signals from now on; the control pipe buffers them until the
-	// command exists.
-	stopFwd := make(chan struct{})
-	defer close(stopFwd)
-	go func() {
-		for {
-			select {
-			case s := <-sigs:
-				// Always forwarded: when the signal went to the whole process
-				// group (Ctrl-C), init saw it too and drops this copy.
-				controlW.Write([]byte{byte(s.(syscall.Signal))})
-			case <-stopFwd:
-				return
-			}
-		}
-	}()
+	// command exists. Always forwarded: when the signal went to the whole
+	// process group (Ctrl-C), init saw it too and drops this copy.
+	defer forwardSignals(sigs, controlW)()
 
 	var msg initMsg
 	dec := json.NewDecoder(reportR)
@@ -604,4 +593,21 @@ func otherRoots(cfg Config, inUse string, pol Policy) []Entry {
 		}
 	}
 	return out
+}
+
+// forwardSignals writes one byte per signal received on sigs to w (init's
+// control pipe, or the nest socket) until the returned stop is called.
+func forwardSignals(sigs <-chan os.Signal, w io.Writer) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				w.Write([]byte{byte(s.(syscall.Signal))})
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
 }

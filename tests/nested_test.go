@@ -201,18 +201,7 @@ func TestNestSocketOtherSession(t *testing.T) {
 	t.Parallel()
 	a, _ := users(t)
 	p := a.project(t)
-	ready := filepath.Join(p, "a-ready")
-	pa := start(t, a.agentbox(nil, "--", "sh", "-c", `echo "$AGENTBOX_SESSION" > "$1"; sleep 30`, "sh", ready))
-	defer pa.cmd.Process.Kill()
-	var id string
-	for i := 0; i < 100 && id == ""; i++ {
-		b, _ := os.ReadFile(ready)
-		id = strings.TrimSpace(string(b))
-		time.Sleep(50 * time.Millisecond)
-	}
-	if id == "" {
-		t.Fatal("session A did not start")
-	}
+	id := a.runningSession(t, p, "")
 	sock := filepath.Join(a.Home, ".local", "state", "agentbox", id, "run", "agentbox-nest.sock")
 	marker := filepath.Join(p, "reached")
 	otherRoot := filepath.Join(a.workDir(), "other-root-"+id)
@@ -291,18 +280,7 @@ func TestOtherRootsHidden(t *testing.T) {
 	t.Parallel()
 	a, _ := users(t)
 	p := a.project(t)
-	ready := filepath.Join(p, "a-ready")
-	pa := start(t, a.agentbox(nil, "--", "sh", "-c", `echo secret > /tmp/a-secret; echo "$AGENTBOX_SESSION" > "$1"; sleep 30`, "sh", ready))
-	defer pa.cmd.Process.Kill()
-	var id string
-	for i := 0; i < 100 && id == ""; i++ {
-		b, _ := os.ReadFile(ready)
-		id = strings.TrimSpace(string(b))
-		time.Sleep(50 * time.Millisecond)
-	}
-	if id == "" {
-		t.Fatal("session A did not start")
-	}
+	id := a.runningSession(t, p, "echo secret > /tmp/a-secret")
 	secret := filepath.Join(a.Home, ".local", "state", "agentbox", id, "tmp", "a-secret")
 	r := a.box(t, nil, "--root", filepath.Join(a.workDir(), "own-root-"+id), "--", "sh", "-c", `cat "$1" 2>/dev/null && echo READ; ls -A "$2"`, "sh", secret, filepath.Dir(filepath.Dir(filepath.Dir(secret))))
 	wantCode(t, "agentbox --root other", r, 0)
@@ -329,4 +307,23 @@ func TestNestedHomeRelative(t *testing.T) {
 	if len(out) != 2 || out[0] != "granted-wrote" || out[1] == "0" {
 		t.Errorf("nested home-relative rules: %v; want the grant writable and ~/.ssh hidden", r)
 	}
+}
+
+// runningSession starts a session of u in the default root that runs
+// setup, then sleeps until the test ends, and returns its id.
+func (u user) runningSession(t *testing.T, p, setup string) string {
+	t.Helper()
+	if setup == "" {
+		setup = "true"
+	}
+	ready := filepath.Join(p, "session-ready")
+	start(t, u.agentbox(nil, "--", "sh", "-c", setup+`; echo "$AGENTBOX_SESSION" > "$1"; sleep 30`, "sh", ready))
+	for i := 0; i < 100; i++ {
+		if b, _ := os.ReadFile(ready); len(strings.TrimSpace(string(b))) == 12 {
+			return strings.TrimSpace(string(b))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the session did not start")
+	return ""
 }
