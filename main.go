@@ -33,6 +33,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/doctor"
 	"github.com/agentbox/agentbox/internal/session"
+	"github.com/agentbox/agentbox/internal/units"
 	"github.com/agentbox/agentbox/landlock"
 	"github.com/agentbox/agentbox/sandbox"
 )
@@ -405,7 +406,7 @@ func ps(rootFlag string, asJSON bool, stdout io.Writer) error {
 		case !r.Live && r.State != session.Kept:
 			state += " (abandoned)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, state, r.WrapperPID, age(time.Duration(r.AgeSeconds*float64(time.Second))), size(r.Bytes), r.Command)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, state, r.WrapperPID, age(time.Duration(r.AgeSeconds*float64(time.Second))), units.Bytes(uint64(max(r.Bytes, 0)), ""), r.Command)
 	}
 	return tw.Flush()
 }
@@ -420,19 +421,6 @@ func age(d time.Duration) string {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
-
-func size(b int64) string {
-	const unit = 1024
-	if b < unit {
-		return fmt.Sprintf("%dB", b)
-	}
-	div, exp := int64(unit), 0
-	for n := b / unit; n >= unit; n /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f%ciB", float64(b)/float64(div), "KMGTPE"[exp])
 }
 
 type cleanRow struct {

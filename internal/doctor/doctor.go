@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/internal/remedy"
+	"github.com/agentbox/agentbox/internal/units"
 	"github.com/agentbox/agentbox/landlock"
 )
 
@@ -298,7 +299,7 @@ func root(r RootFacts) Finding {
 	}
 	detail := fmt.Sprintf("%s (from %s), owner uid %d, mode %04o", r.Path, r.Source, r.Owner, r.Mode)
 	if r.StatfsErr == "" {
-		detail += ", " + humanBytes(r.FreeBytes) + " free"
+		detail += ", " + units.Bytes(r.FreeBytes, " ") + " free"
 	}
 	if r.ListErr == "" {
 		detail += fmt.Sprintf(", %d session(s): %d live, %d abandoned", r.Sessions, r.Live, r.Abandoned)
@@ -314,19 +315,6 @@ func root(r RootFacts) Finding {
 		return ok(NameRoot, detail+" (the next start, or agentbox clean, removes abandoned ones)")
 	}
 	return ok(NameRoot, detail)
-}
-
-func humanBytes(b uint64) string {
-	const unit = 1024
-	if b < unit {
-		return fmt.Sprintf("%d B", b)
-	}
-	div, exp := uint64(unit), 0
-	for n := b / unit; n >= unit; n /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
 }
 
 func tmp(f Facts) Finding {
