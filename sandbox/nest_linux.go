@@ -327,15 +327,7 @@ func runNested(cfg Config, sock string) (res Result, err error) {
 			newStatus(cfg.Status).emit(Event{Event: "error", ExitStatus: &code, Error: err.Error()})
 		}
 	}()
-	if cfg.Stdin == nil {
-		cfg.Stdin = os.Stdin
-	}
-	if cfg.Stdout == nil {
-		cfg.Stdout = os.Stdout
-	}
-	if cfg.Stderr == nil {
-		cfg.Stderr = os.Stderr
-	}
+	// Run has set Stdin, Stdout and Stderr.
 	if cfg.Dir == "" {
 		if cfg.Dir, err = os.Getwd(); err != nil {
 			return res, errorf(ExitSetup, "working directory: %w", err)
