@@ -34,10 +34,8 @@ var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, sy
 // missing and verifies it.
 func OpenRoot(flag string, vars []string) (*rootdir.Root, error) {
 	uid := os.Getuid()
-	in := rootdir.Inputs{Flag: flag, UID: uid, TempDir: "/tmp"}
-	in.EnvRoot, _ = env.Lookup(vars, "AGENTBOX_ROOT")
-	in.XDGStateHome, _ = env.Lookup(vars, "XDG_STATE_HOME")
-	in.Home, _ = env.Lookup(vars, "HOME")
+	in := rootInputs(vars)
+	in.Flag, in.UID, in.TempDir = flag, uid, "/tmp"
 	in.HomeUsable = rootdir.HomeUsable(in.Home, uid)
 	c, err := rootdir.Select(in)
 	if err != nil {
@@ -555,6 +553,15 @@ func emitExited(st *statusWriter, sig syscall.Signal, code int) {
 	st.emit(e)
 }
 
+// rootInputs reads the variables that choose a session root from vars.
+func rootInputs(vars []string) rootdir.Inputs {
+	var in rootdir.Inputs
+	in.EnvRoot, _ = env.Lookup(vars, "AGENTBOX_ROOT")
+	in.XDGStateHome, _ = env.Lookup(vars, "XDG_STATE_HOME")
+	in.Home, _ = env.Lookup(vars, "HOME")
+	return in
+}
+
 // otherRoots are the session roots this run does not use but other runs
 // of the same user may (AGENTBOX_ROOT, $XDG_STATE_HOME/agentbox,
 // ~/.local/state/agentbox), hidden so that a session with its own --root
@@ -562,22 +569,8 @@ func emitExited(st *statusWriter, sig syscall.Signal, code int) {
 // modes do not stop it). A root under the private /tmp is covered anyway;
 // one that holds the working directory or this session's root is left.
 func otherRoots(cfg Config, inUse string, pol Policy) []Entry {
-	var cands []string
-	if v, ok := env.Lookup(cfg.Env, "AGENTBOX_ROOT"); ok {
-		cands = append(cands, v)
-	}
-	if v, ok := env.Lookup(cfg.Env, "XDG_STATE_HOME"); ok && filepath.IsAbs(v) {
-		cands = append(cands, filepath.Join(v, "agentbox"))
-	}
-	if home, ok := env.Lookup(cfg.Env, "HOME"); ok && filepath.IsAbs(home) {
-		cands = append(cands, filepath.Join(home, ".local", "state", "agentbox"))
-	}
 	var out []Entry
-	for _, c := range cands {
-		if !filepath.IsAbs(c) {
-			continue
-		}
-		c = filepath.Clean(c)
+	for _, c := range rootdir.Defaults(rootInputs(cfg.Env)) {
 		if c == "/" || c == inUse || within(inUse, c) || within(c, inUse) || within(cfg.Dir, c) || under(c, "/tmp", "/var/tmp", "/dev/shm", "/proc") {
 			continue
 		}

@@ -80,10 +80,10 @@ func Select(in Inputs) (Choice, error) {
 		return explicit(in.EnvRoot, SourceEnv, in.UID)
 	}
 	if plainAbs(in.XDGStateHome) {
-		return Choice{Path: filepath.Join(in.XDGStateHome, "agentbox"), Source: SourceXDG, MakeParents: true}, nil
+		return Choice{Path: xdgRoot(in.XDGStateHome), Source: SourceXDG, MakeParents: true}, nil
 	}
 	if in.HomeUsable && plainAbs(in.Home) {
-		return Choice{Path: filepath.Join(in.Home, ".local", "state", "agentbox"), Source: SourceHome, MakeParents: true}, nil
+		return Choice{Path: homeRoot(in.Home), Source: SourceHome, MakeParents: true}, nil
 	}
 	if in.UID < 0 {
 		return Choice{}, fmt.Errorf("rootdir: no uid to name the fallback session root (uid %d)", in.UID)
@@ -99,6 +99,28 @@ func Select(in Inputs) (Choice, error) {
 }
 
 // plainAbs reports whether p is an absolute path the kernel can take.
+// Defaults lists the roots that runs of this user may select without
+// --root, from the same environment and whichever this run selects:
+// AGENTBOX_ROOT, $XDG_STATE_HOME/agentbox and ~/.local/state/agentbox,
+// each when its input is an absolute path, cleaned. The fallback under
+// TempDir is not listed. It is pure.
+func Defaults(in Inputs) []string {
+	var out []string
+	if plainAbs(in.EnvRoot) {
+		out = append(out, filepath.Clean(in.EnvRoot))
+	}
+	if plainAbs(in.XDGStateHome) {
+		out = append(out, xdgRoot(in.XDGStateHome))
+	}
+	if plainAbs(in.Home) {
+		out = append(out, homeRoot(in.Home))
+	}
+	return out
+}
+
+func xdgRoot(stateHome string) string { return filepath.Join(stateHome, "agentbox") }
+func homeRoot(home string) string     { return filepath.Join(home, ".local", "state", "agentbox") }
+
 func plainAbs(p string) bool {
 	return filepath.IsAbs(p) && !strings.ContainsRune(p, 0)
 }

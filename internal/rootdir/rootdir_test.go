@@ -3,6 +3,7 @@ package rootdir
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -237,6 +238,22 @@ func TestJudgeParent(t *testing.T) {
 		p, _, ok := judgeParent(&tt.seen, me, "/p/root")
 		if ok != tt.ok || p != tt.want {
 			t.Errorf("judgeParent(%v, %d) = %d, %v, want %d, %v", &tt.seen, me, p, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		in   Inputs
+		want []string
+	}{
+		{Inputs{}, nil},
+		{Inputs{EnvRoot: "/srv/ab/", XDGStateHome: "/x/state", Home: "/home/u"}, []string{"/srv/ab", "/x/state/agentbox", "/home/u/.local/state/agentbox"}},
+		{Inputs{EnvRoot: "rel", XDGStateHome: "rel", Home: "rel"}, nil},
+		{Inputs{Home: "/home/u", HomeUsable: false}, []string{"/home/u/.local/state/agentbox"}},
+	} {
+		if got := Defaults(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("Defaults(%+v) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
