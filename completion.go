@@ -271,45 +271,42 @@ func (v flagValue) kind() string {
 	return "value"
 }
 
+// writeCaseTable writes the shell function named on the last line of head
+// (the lines before it are its comment): a case on the command path $1
+// that sets reply to words(node) for each node.
+func writeCaseTable(b *strings.Builder, head string, nodes []compNode, words func(compNode) []string) {
+	b.WriteString(head + "() {\n\tcase $1 in\n")
+	for _, n := range nodes {
+		fmt.Fprintf(b, "\t(%s) reply=(%s) ;;\n", shQuote(n.path), shWords(words(n)))
+	}
+	b.WriteString("\t(*) reply=() ;;\n\tesac\n}\n\n")
+}
+
 // writeShTables writes the three lookup functions the bash and zsh scripts
 // share; pair formats a name and its usage as one candidate (zsh's
 // _describe takes "name:usage", bash takes the name alone).
 func writeShTables(b *strings.Builder, nodes []compNode, pair func(name, usage string) string) {
-	b.WriteString("# __agentbox_subcommands PATH sets reply to the subcommands of the command at\n" +
-		"# PATH (its names below agentbox, joined by /).\n" +
-		"__agentbox_subcommands() {\n\tcase $1 in\n")
-	for _, n := range nodes {
-		var ws []string
+	writeCaseTable(b, "# __agentbox_subcommands PATH sets reply to the subcommands of the command at\n"+
+		"# PATH (its names below agentbox, joined by /).\n__agentbox_subcommands", nodes, func(n compNode) (ws []string) {
 		for _, s := range n.subs {
 			ws = append(ws, pair(s.names[0], s.usage))
 		}
-		fmt.Fprintf(b, "\t(%s) reply=(%s) ;;\n", shQuote(n.path), shWords(ws))
-	}
-	b.WriteString("\t(*) reply=() ;;\n\tesac\n}\n\n")
-
-	b.WriteString("# __agentbox_names PATH sets reply to every name of the subcommands at PATH.\n" +
-		"__agentbox_names() {\n\tcase $1 in\n")
-	for _, n := range nodes {
-		var ws []string
+		return ws
+	})
+	writeCaseTable(b, "# __agentbox_names PATH sets reply to every name of the subcommands at PATH.\n__agentbox_names", nodes, func(n compNode) (ws []string) {
 		for _, s := range n.subs {
 			ws = append(ws, s.names...)
 		}
-		fmt.Fprintf(b, "\t(%s) reply=(%s) ;;\n", shQuote(n.path), shWords(ws))
-	}
-	b.WriteString("\t(*) reply=() ;;\n\tesac\n}\n\n")
-
-	b.WriteString("# __agentbox_flags PATH sets reply to the flags accepted at PATH.\n" +
-		"__agentbox_flags() {\n\tcase $1 in\n")
-	for _, n := range nodes {
-		var ws []string
+		return ws
+	})
+	writeCaseTable(b, "# __agentbox_flags PATH sets reply to the flags accepted at PATH.\n__agentbox_flags", nodes, func(n compNode) (ws []string) {
 		for _, f := range n.flags {
 			for _, name := range f.names {
 				ws = append(ws, pair(name, f.usage))
 			}
 		}
-		fmt.Fprintf(b, "\t(%s) reply=(%s) ;;\n", shQuote(n.path), shWords(ws))
-	}
-	b.WriteString("\t(*) reply=() ;;\n\tesac\n}\n\n")
+		return ws
+	})
 
 	b.WriteString("# __agentbox_value PATH FLAG sets kind to what follows FLAG at PATH: empty\n" +
 		"# when it takes no value, else dirs, files or value; and reply to the fixed\n" +
