@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -571,17 +572,15 @@ func rootInputs(vars []string) rootdir.Inputs {
 func otherRoots(cfg Config, inUse string, pol Policy) []Entry {
 	var out []Entry
 	for _, c := range rootdir.Defaults(rootInputs(cfg.Env)) {
-		if c == "/" || c == inUse || within(inUse, c) || within(c, inUse) || within(cfg.Dir, c) || under(c, "/tmp", "/var/tmp", "/dev/shm", "/proc") {
+		// within(inUse, c) also covers c == inUse and c == "/".
+		if within(inUse, c) || within(c, inUse) || within(cfg.Dir, c) || under(c, "/tmp", "/var/tmp", "/dev/shm", "/proc") {
 			continue
 		}
 		if fi, err := os.Lstat(c); err != nil || !fi.IsDir() {
 			continue
 		}
-		dup := false
-		for _, h := range append(pol.Hide, out...) {
-			dup = dup || h.Path == c
-		}
-		if !dup {
+		hidden := func(e Entry) bool { return e.Path == c }
+		if !slices.ContainsFunc(pol.Hide, hidden) && !slices.ContainsFunc(out, hidden) {
 			out = append(out, Entry{Path: c, Source: "another session root"})
 		}
 	}
