@@ -72,18 +72,17 @@ const nestedRoot = "/tmp/.agentbox-nested"
 // command-line flags and its command. Its stdin, stdout and stderr come
 // with it as SCM_RIGHTS.
 type nestRequest struct {
-	Argv          [][]byte `json:"argv"`
-	Env           [][]byte `json:"env"`
-	Dir           []byte   `json:"dir"`
-	Profile       string   `json:"profile,omitempty"`
-	Landlock      string   `json:"landlock,omitempty"`
-	RW            [][]byte `json:"rw,omitempty"`
-	RO            [][]byte `json:"ro,omitempty"`
-	Hide          [][]byte `json:"hide,omitempty"`
-	Show          [][]byte `json:"show,omitempty"`
-	Keep          bool     `json:"keep,omitempty"`
-	Verbose       bool     `json:"verbose,omitempty"`
-	AllowDegraded bool     `json:"allow_degraded,omitempty"`
+	Argv     [][]byte `json:"argv"`
+	Env      [][]byte `json:"env"`
+	Dir      []byte   `json:"dir"`
+	Profile  string   `json:"profile,omitempty"`
+	Landlock string   `json:"landlock,omitempty"`
+	RW       [][]byte `json:"rw,omitempty"`
+	RO       [][]byte `json:"ro,omitempty"`
+	Hide     [][]byte `json:"hide,omitempty"`
+	Show     [][]byte `json:"show,omitempty"`
+	Keep     bool     `json:"keep,omitempty"`
+	Verbose  bool     `json:"verbose,omitempty"`
 }
 
 // nestRunConfig is what init gives the nest-run stage (argv[1]).
@@ -362,7 +361,7 @@ func runNested(cfg Config, sock string) (res Result, err error) {
 	}
 	req := nestRequest{Argv: bytesOf(cfg.Argv), Env: bytesOf(cfg.Env), Dir: []byte(cfg.Dir), Profile: cfg.Profile, Landlock: cfg.Landlock,
 		RW: bytesOf(cfg.RW), RO: bytesOf(cfg.RO), Hide: bytesOf(cfg.Hide), Show: bytesOf(cfg.Show),
-		Keep: cfg.Keep, Verbose: cfg.Log != nil, AllowDegraded: cfg.AllowDegraded}
+		Keep: cfg.Keep, Verbose: cfg.Log != nil}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return res, errorf(ExitSetup, "nested agentbox: %w", err)
