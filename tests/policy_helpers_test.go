@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -312,53 +310,20 @@ func ttyGuard() int {
 // thread (SECCOMP_FILTER_FLAG_TSYNC) after no_new_privs, which an
 // unprivileged process needs to install one.
 func noLandlockExec(args []string) int {
-	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "nolandlock-exec: no command")
-		return 2
-	}
-	runtime.LockOSThread()
-	var arch uint32
-	switch runtime.GOARCH {
-	case "amd64":
-		arch = unix.AUDIT_ARCH_X86_64
-	case "arm64":
-		arch = unix.AUDIT_ARCH_AARCH64
-	default:
-		fmt.Fprintln(os.Stderr, "nolandlock-exec: unsupported architecture", runtime.GOARCH)
-		return 2
-	}
-	const (
-		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		ret = unix.BPF_RET | unix.BPF_K
-	)
-	prog := []unix.SockFilter{
-		/* 0 */ {Code: ld, K: 4}, // seccomp_data.arch
-		/* 1 */ {Code: jeq, K: arch, Jt: 1},
-		/* 2 */ {Code: ret, K: unix.SECCOMP_RET_ALLOW},
-		/* 3 */ {Code: ld, K: 0}, // seccomp_data.nr
-		/* 4 */ {Code: jeq, K: unix.SYS_LANDLOCK_CREATE_RULESET, Jt: 2},
-		/* 5 */ {Code: jeq, K: unix.SYS_LANDLOCK_ADD_RULE, Jt: 1},
-		/* 6 */ {Code: jeq, K: unix.SYS_LANDLOCK_RESTRICT_SELF, Jf: 1},
-		/* 7 */ {Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
-		/* 8 */ {Code: ret, K: unix.SECCOMP_RET_ALLOW},
-	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		fmt.Fprintln(os.Stderr, "nolandlock-exec: prctl(PR_SET_NO_NEW_PRIVS):", err)
-		return 2
-	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog))); e != 0 {
-		fmt.Fprintln(os.Stderr, "nolandlock-exec: seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC):", e)
-		return 2
+	body := []unix.SockFilter{
+		/* 0 */ {Code: bpfLd, K: offNr},
+		/* 1 */ {Code: bpfJeq, K: unix.SYS_LANDLOCK_CREATE_RULESET, Jt: 2},
+		/* 2 */ {Code: bpfJeq, K: unix.SYS_LANDLOCK_ADD_RULE, Jt: 1},
+		/* 3 */ {Code: bpfJeq, K: unix.SYS_LANDLOCK_RESTRICT_SELF, Jf: 1},
+		/* 4 */ {Code: bpfRet, K: retErrno(unix.ENOSYS)},
+		/* 5 */ {Code: bpfRet, K: retAllow},
 	}
 	// The filter must be in force: the probe agentbox makes first.
-	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1); e != unix.ENOSYS {
-		fmt.Fprintf(os.Stderr, "nolandlock-exec: landlock_create_ruleset still answers %v, want ENOSYS\n", e)
-		return 2
+	check := func() error {
+		if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1); e != unix.ENOSYS {
+			return fmt.Errorf("landlock_create_ruleset still answers %v, want ENOSYS", e)
+		}
+		return nil
 	}
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, helperEnv+"=") })
-	err := syscall.Exec(args[0], args, env)
-	fmt.Fprintf(os.Stderr, "nolandlock-exec: execve %s: %v\n", args[0], err)
-	return 2
+	return seccompExec("nolandlock-exec", body, check, args) // restricted_helpers_test.go
 }
