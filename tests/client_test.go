@@ -67,16 +67,9 @@ func TestClientLifecycle(t *testing.T) {
 func TestClientSignal(t *testing.T) {
 	t.Parallel()
 	cfg, _, _ := clientConfig(t, "sh", "-c", `trap 'exit 42' USR1; echo ready; while :; do sleep 0.05; done`)
-	r, w, _ := os.Pipe()
-	cfg.Stdout = w
-	sb, err := client.Start(context.Background(), cfg)
-	w.Close()
+	sb, err := startReady(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
-	}
-	buf := make([]byte, 6)
-	if _, err := r.Read(buf); err != nil || string(buf) != "ready\n" {
-		t.Fatalf("read %q, %v", buf, err)
 	}
 	if err := sb.Signal(syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
@@ -104,21 +97,13 @@ func TestClientCancel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cfg, _, _ := clientConfig(t, "sh", "-c", tc.script)
-			r, w, _ := os.Pipe()
-			cfg.Stdout = w
 			cfg.Grace = 300 * time.Millisecond
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			sb, err := client.Start(ctx, cfg)
-			w.Close()
+			sb, err := startReady(ctx, cfg) // nested_helpers_test.go
 			if err != nil {
 				t.Fatal(err)
 			}
-			buf := make([]byte, 6)
-			if _, err := r.Read(buf); err != nil {
-				t.Fatal(err)
-			}
-			<-sb.Started() // the command's output may come before the event
 			initPID := sb.InitPID()
 			start := time.Now()
 			cancel()

@@ -61,16 +61,11 @@ func nestProbe(sock, marker string) int {
 func clientCancel(bin string) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	r, w, _ := os.Pipe()
-	sb, err := client.Start(ctx, client.Config{Binary: bin, Argv: []string{"sh", "-c", `trap '' TERM; echo ready; while :; do sleep 0.05; done`}, Stdout: w, Grace: 300 * time.Millisecond})
-	w.Close()
+	sb, err := startReady(ctx, client.Config{Binary: bin, Argv: []string{"sh", "-c", `trap '' TERM; echo ready; while :; do sleep 0.05; done`}, Grace: 300 * time.Millisecond})
 	if err != nil {
 		fmt.Println("start:", err)
 		return 1
 	}
-	buf := make([]byte, 6)
-	r.Read(buf)
-	<-sb.Started()
 	begin := time.Now()
 	cancel()
 	select {
@@ -87,16 +82,32 @@ func clientCancel(bin string) int {
 // clientOrphan starts a command that ignores SIGTERM and writes its pid to
 // pidfile, then exits without waiting: the sandbox must die with it.
 func clientOrphan(bin, pidfile string) int {
-	r, w, _ := os.Pipe()
-	sb, err := client.Start(context.Background(), client.Config{Binary: bin, Argv: []string{"sh", "-c", `trap '' TERM; echo $$ > "$1"; echo ready; exec sleep 300`, "sh", pidfile}, Stdout: w})
-	w.Close()
-	if err != nil {
+	if _, err := startReady(context.Background(), client.Config{Binary: bin, Argv: []string{"sh", "-c", `trap '' TERM; echo $$ > "$1"; echo ready; exec sleep 300`, "sh", pidfile}}); err != nil {
 		fmt.Println("start:", err)
 		return 1
 	}
-	buf := make([]byte, 6)
-	r.Read(buf)
-	<-sb.Started()
 	fmt.Println("orphaning")
 	return 0
+}
+
+// startReady starts cfg, whose command prints "ready" first, and returns
+// once that line has come and the sandbox has reported the command started.
+func startReady(ctx context.Context, cfg client.Config) (*client.Sandbox, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	cfg.Stdout = w
+	sb, err := client.Start(ctx, cfg)
+	w.Close()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(r, buf); err != nil || string(buf) != "ready\n" {
+		return nil, fmt.Errorf("read %q, %v; want ready", buf, err)
+	}
+	<-sb.Started() // the command's output may come before the event
+	return sb, nil
 }
