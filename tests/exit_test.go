@@ -157,12 +157,19 @@ func TestCommandUnderHostTmp(t *testing.T) {
 // as they are).
 func (u user) writeFile(t *testing.T, path, content string, mode os.FileMode) {
 	t.Helper()
-	var missing []string
+	u.writeAs(t, path, content, mode, 0o755)
+}
+
+// writeAs creates path owned by u with content and mode, making its missing
+// parent directories with dirMode, owned by u; it returns the directories
+// it made, outermost first.
+func (u user) writeAs(t *testing.T, path, content string, mode, dirMode os.FileMode) (made []string) {
+	t.Helper()
 	for d := filepath.Dir(path); !exists(t, d); d = filepath.Dir(d) {
-		missing = append([]string{d}, missing...)
+		made = append([]string{d}, made...)
 	}
-	for _, d := range missing {
-		u.mkdir(t, d, 0o755)
+	for _, d := range made {
+		u.mkdir(t, d, dirMode)
 	}
 	if err := os.WriteFile(path, []byte(content), mode); err != nil {
 		t.Fatal(err)
@@ -173,6 +180,7 @@ func (u user) writeFile(t *testing.T, path, content string, mode os.FileMode) {
 	if err := os.Chown(path, u.UID, u.GID); err != nil {
 		t.Fatal(err)
 	}
+	return made
 }
 
 // mkdir creates the directory path owned by u with mode.

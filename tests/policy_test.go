@@ -101,17 +101,7 @@ func (u user) runFsops(t *testing.T, dir string, env, flags []string, ops []fsop
 // directories it made, outermost first.
 func writeOwned(t *testing.T, u user, path, content string, mode os.FileMode) (made []string) {
 	t.Helper()
-	made = mkdirOwned(t, u, filepath.Dir(path))
-	if err := os.WriteFile(path, []byte(content), mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(path, u.UID, u.GID); err != nil {
-		t.Fatal(err)
-	}
-	return made
+	return u.writeAs(t, path, content, mode, 0o700)
 }
 
 // mkdirOwned makes dir and its missing parents, owned by u with mode 0700,
